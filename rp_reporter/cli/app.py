@@ -1,0 +1,70 @@
+"""The ``rp-reporter`` cliff application and what every command shares."""
+
+import logging
+import sys
+
+from cliff import app
+from cliff import commandmanager
+from oslo_config import cfg
+
+from rp_reporter import conf as rp_conf
+from rp_reporter import wiring
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+LOG = logging.getLogger(__name__)
+
+
+class UsageError(Exception):
+    """Bad input or configuration: one line to the user, exit 2, nothing written."""
+
+
+class ReporterApp(app.App):
+    def __init__(self):
+        super().__init__(
+            description="Keep Placement's resource providers in step with Ironic's nodes.",
+            version="0.1.0",
+            command_manager=commandmanager.CommandManager("rp_reporter.cli"),
+            deferred_help=True)
+        self._conf = None
+
+    def build_option_parser(self, description, version, argparse_kwargs=None):
+        parser = super().build_option_parser(description, version, argparse_kwargs)
+        parser.add_argument("--config-file", action="append", default=[], metavar="FILE",
+                            help="rp_reporter configuration file (repeatable).")
+        parser.add_argument("--config-dir", action="append", default=[], metavar="DIR",
+                            help="Directory of *.conf files (repeatable).")
+        return parser
+
+    @property
+    def conf(self):
+        """The parsed configuration, loaded on first use (UsageError if it is bad)."""
+        if self._conf is None:
+            argv = [a for f in self.options.config_file for a in ("--config-file", f)]
+            argv += [a for d in self.options.config_dir for a in ("--config-dir", d)]
+            try:
+                self._conf = rp_conf.load(argv)
+                wiring.check(self._conf)
+            except (cfg.Error, ValueError) as e:
+                raise UsageError(f"bad configuration: {e}") from None
+        return self._conf
+
+
+class CommandMixin:
+    """Exit codes: 0 done, 1 something failed (listed), 2 bad input (nothing written)."""
+
+    exit_code = EXIT_OK
+
+    def run(self, parsed_args):
+        try:
+            return super().run(parsed_args) or self.exit_code
+        except UsageError as e:
+            print(f"rp-reporter: error: {e}", file=sys.stderr)
+            return EXIT_USAGE
+
+
+def main(argv=None):
+    return ReporterApp().run(sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

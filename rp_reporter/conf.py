@@ -1,0 +1,107 @@
+"""Configuration: every option rp_reporter reads, in one place.
+
+``list_opts()`` feeds oslo-config-generator (``tox -e genconfig``), which
+writes ``etc/rp_reporter/rp_reporter.conf.sample``.
+"""
+
+import socket
+
+from keystoneauth1 import loading as ks_loading
+from oslo_config import cfg
+
+CONF = cfg.CONF
+
+DEFAULT_OPTS = [
+    cfg.StrOpt("host", default=socket.gethostname(), sample_default="<hostname>",
+               help="Name of this reporter: its identity on the hash ring and in logs."),
+    cfg.BoolOpt("debug", default=False, mutable=True, help="Log at DEBUG level."),
+]
+
+IRONIC_OPTS = [
+    cfg.StrOpt("conductor_group",
+               help="Report only nodes in this Ironic conductor group (as nova's "
+                    "[ironic] conductor_group)."),
+    cfg.StrOpt("shard",
+               help="Report only nodes in this Ironic shard (as nova's [ironic] shard; "
+                    "needs Ironic API 1.82)."),
+    cfg.IntOpt("page_size", default=1000, min=1,
+               help="Nodes per page when listing Ironic nodes."),
+]
+
+PLACEMENT_OPTS = [
+    cfg.IntOpt("request_attempts", default=5, min=1,
+               help="Attempts for one Placement request that fails with a connection "
+                    "error or a 5xx answer, with jittered exponential backoff."),
+    cfg.FloatOpt("request_backoff_max", default=4.0, min=0,
+                 help="Longest pause, in seconds, between two attempts of one request."),
+]
+
+RECONCILE_OPTS = [
+    cfg.IntOpt("workers", default=8, min=1,
+               help="Concurrent Placement writers during a reconcile."),
+    cfg.IntOpt("conflict_retries", default=5, min=0,
+               help="How often one provider is re-read and re-planned after a "
+                    "generation conflict before that node counts as failed."),
+]
+
+GROUP_OPTS = {
+    None: DEFAULT_OPTS,
+    "ironic": IRONIC_OPTS,
+    "placement": PLACEMENT_OPTS,
+    "reconcile": RECONCILE_OPTS,
+}
+
+# keystoneauth1 options (auth, session, adapter) for each service we call,
+# so the local stack (admin_token / none) and Keystone in production
+# (password) are both plain configuration.
+KSA_SERVICE_TYPES = {"ironic": "baremetal", "placement": "placement"}
+
+
+def register_opts(conf=CONF):
+    for group, opts in GROUP_OPTS.items():
+        conf.register_opts(opts, group=group)
+    for group, service_type in KSA_SERVICE_TYPES.items():
+        ks_loading.register_session_conf_options(conf, group)
+        ks_loading.register_auth_conf_options(conf, group)
+        ks_loading.register_adapter_conf_options(conf, group)
+        conf.set_default("service_type", service_type, group=group)
+        conf.set_default("valid_interfaces", ["internal", "public"], group=group)
+
+
+def _ksa_opts(service_type):
+    opts = (ks_loading.get_session_conf_options()
+            + ks_loading.get_auth_common_conf_options()
+            + ks_loading.get_auth_plugin_conf_options("password")
+            + ks_loading.get_auth_plugin_conf_options("v3password")
+            + ks_loading.get_auth_plugin_conf_options("admin_token")
+            + ks_loading.get_adapter_conf_options(include_deprecated=False))
+    unique = {}
+    for opt in opts:
+        unique.setdefault(opt.dest, opt)
+    for opt in unique.values():
+        if opt.dest == "service_type":
+            opt.default = service_type
+    return list(unique.values())
+
+
+def list_opts():
+    """All options by group, for oslo-config-generator."""
+    groups = {"DEFAULT" if g is None else g: list(opts) for g, opts in GROUP_OPTS.items()}
+    for group, service_type in KSA_SERVICE_TYPES.items():
+        groups[group] += _ksa_opts(service_type)
+    return list(groups.items())
+
+
+def load(argv, conf=None):
+    """Parse argv (``--config-file`` and friends) into a fresh ConfigOpts."""
+    conf = conf or cfg.ConfigOpts()
+    register_opts(conf)
+    conf(argv, project="rp_reporter")
+    return conf
+
+
+def adapter(conf, group):
+    """A keystoneauth1 Adapter for one service, built from its section."""
+    auth = ks_loading.load_auth_from_conf_options(conf, group)
+    session = ks_loading.load_session_from_conf_options(conf, group, auth=auth)
+    return ks_loading.load_adapter_from_conf_options(conf, group, session=session, auth=auth)

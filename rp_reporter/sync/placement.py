@@ -1,0 +1,186 @@
+"""Placement: the bulk read, per-provider reads, and generation-guarded writes.
+
+Every write carries the provider generation; a stale one comes back as
+``Conflict`` with Placement's error code, for the caller to re-read and
+re-plan.  Connection errors and 5xx answers are retried here (bounded,
+jittered); nothing else is.
+"""
+
+import collections
+import logging
+import threading
+import urllib.parse
+
+import tenacity
+from keystoneauth1 import exceptions as ksa_exc
+
+from rp_reporter import model
+from rp_reporter.sync.plan import Observed
+
+LOG = logging.getLogger(__name__)
+
+# 1.26: reserved may equal total (how a used node is marked); 1.20: POST
+# returns the provider; 1.18: list providers by required trait.
+MICROVERSION = "1.26"
+CONCURRENT_UPDATE = "placement.concurrent_update"
+
+
+class PlacementError(Exception):
+    def __init__(self, method, url, status, code=None, detail=""):
+        self.status, self.code = status, code
+        super().__init__(f"Placement {method} {url}: {status} {code or ''} {detail}".strip())
+
+
+class Conflict(PlacementError):
+    """409: a stale generation (code placement.concurrent_update) or a refused change."""
+
+
+class Unavailable(PlacementError):
+    """Placement could not be reached, or kept answering 5xx."""
+
+
+def _quote(name):
+    # Names reach a URL only after validation; quoting is a second guard.
+    return urllib.parse.quote(name, safe="")
+
+
+def _checked(name):
+    if not model.valid_name(name):
+        raise ValueError(f"refusing to send invalid name {name[:64]!r} to Placement")
+    return name
+
+
+class PlacementClient:
+    """A thin, counted, retrying wrapper around a keystoneauth1 Adapter."""
+
+    def __init__(self, adapter, attempts=5, backoff_max=4.0):
+        self._adapter = adapter
+        self.requests = collections.Counter()  # by HTTP method
+        self._count_lock = threading.Lock()
+        self._known_classes = set()
+        self._known_traits = set()
+        self._retrying = tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(Unavailable),
+            stop=tenacity.stop_after_attempt(attempts),
+            wait=tenacity.wait_random_exponential(multiplier=0.1, max=backoff_max),
+            before_sleep=self._log_retry,
+            reraise=True)
+
+    @staticmethod
+    def _log_retry(state):
+        LOG.warning("retrying after: %s", state.outcome.exception())
+
+    # -- transport -------------------------------------------------------
+    def _request(self, method, url, expect, json=None, microversion=MICROVERSION):
+        return self._retrying(self._request_once, method, url, expect, json, microversion)
+
+    def _request_once(self, method, url, expect, json, microversion):
+        with self._count_lock:
+            self.requests[method] += 1
+        try:
+            resp = self._adapter.request(
+                url, method, json=json, raise_exc=False,
+                headers={"OpenStack-API-Version": f"placement {microversion}",
+                         "Accept": "application/json"})
+        except (ksa_exc.ConnectionError, ksa_exc.RetriableConnectionFailure) as e:
+            raise Unavailable(method, url, "unreachable", detail=str(e)) from None
+        if resp.status_code in expect:
+            return resp
+        code, detail = None, resp.text[:300]
+        try:
+            error = resp.json()["errors"][0]
+            code, detail = error.get("code"), error.get("detail", "").strip()[:300]
+        except (ValueError, KeyError, IndexError, TypeError):
+            pass
+        exc = {409: Conflict}.get(resp.status_code,
+                                  Unavailable if resp.status_code >= 500 else PlacementError)
+        raise exc(method, url, resp.status_code, code, detail)
+
+    # -- reads -----------------------------------------------------------
+    def list_providers(self, required_trait=model.MANAGED_TRAIT):
+        """{uuid: (name, generation)} of every provider carrying the trait, in one request."""
+        url = "/resource_providers"
+        if required_trait:
+            url += "?required=" + _quote(_checked(required_trait))
+        try:
+            resp = self._request("GET", url, (200,))
+        except PlacementError as e:
+            if e.status == 400 and "No such trait" in str(e):
+                return {}  # the marker does not exist yet: nothing is managed so far
+            raise
+        return {rp["uuid"]: (rp["name"], rp["generation"])
+                for rp in resp.json()["resource_providers"]}
+
+    def observe(self, uuid):
+        """Observed inventories and traits of one provider, or None if it does not exist.
+
+        Two reads; repeated if a write slipped in between them.
+        """
+        for _ in range(5):
+            inv = self._request("GET", f"/resource_providers/{uuid}/inventories", (200, 404))
+            if inv.status_code == 404:
+                return None
+            tr = self._request("GET", f"/resource_providers/{uuid}/traits", (200, 404))
+            if tr.status_code == 404:
+                return None
+            inv, tr = inv.json(), tr.json()
+            if inv["resource_provider_generation"] == tr["resource_provider_generation"]:
+                return Observed(uuid, inv["resource_provider_generation"],
+                                inv["inventories"], frozenset(tr["traits"]))
+        raise Conflict("GET", f"/resource_providers/{uuid}", 409, CONCURRENT_UPDATE,
+                       "provider kept changing while being read")
+
+    def get_provider(self, uuid):
+        resp = self._request("GET", f"/resource_providers/{uuid}", (200, 404))
+        return resp.json() if resp.status_code == 200 else None
+
+    def usages(self, uuid):
+        resp = self._request("GET", f"/resource_providers/{uuid}/usages", (200, 404))
+        return resp.json()["usages"] if resp.status_code == 200 else {}
+
+    def has_allocations(self, uuid):
+        resp = self._request("GET", f"/resource_providers/{uuid}/allocations", (200, 404))
+        return resp.status_code == 200 and bool(resp.json()["allocations"])
+
+    # -- writes ----------------------------------------------------------
+    def create_provider(self, uuid, name):
+        """Create; returns the generation.  Conflict if the uuid or name is taken."""
+        resp = self._request("POST", "/resource_providers", (200,),
+                             json={"uuid": uuid, "name": name})
+        return resp.json()["generation"]
+
+    def set_traits(self, uuid, generation, traits):
+        self.ensure_traits(traits)
+        resp = self._request("PUT", f"/resource_providers/{uuid}/traits", (200,),
+                             json={"resource_provider_generation": generation,
+                                   "traits": sorted(traits)})
+        return resp.json()["resource_provider_generation"]
+
+    def set_inventories(self, uuid, generation, inventories):
+        for rc in inventories:
+            self.ensure_resource_class(rc)
+        resp = self._request("PUT", f"/resource_providers/{uuid}/inventories", (200,),
+                             json={"resource_provider_generation": generation,
+                                   "inventories": inventories})
+        return resp.json()["resource_provider_generation"]
+
+    def delete_provider(self, uuid):
+        """Delete; False if it was already gone.  Conflict while allocations exist."""
+        resp = self._request("DELETE", f"/resource_providers/{uuid}", (204, 404))
+        return resp.status_code == 204
+
+    # -- one-time name creation (cached per process) ---------------------
+    def ensure_resource_class(self, name):
+        if name in self._known_classes or not name.startswith("CUSTOM_"):
+            return
+        self._request("PUT", f"/resource_classes/{_quote(_checked(name))}", (201, 204))
+        self._known_classes.add(name)
+
+    def ensure_traits(self, names):
+        missing = sorted(n for n in names if n not in self._known_traits)
+        if not missing:
+            return
+        custom = [n for n in missing if n.startswith("CUSTOM_")]
+        for name in custom:
+            self._request("PUT", f"/traits/{_quote(_checked(name))}", (201, 204))
+        self._known_traits.update(missing)

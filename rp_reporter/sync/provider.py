@@ -1,0 +1,152 @@
+"""Make one provider match one desired state: observe, plan, write, and on a
+generation conflict re-observe that one provider and re-plan.
+
+This is the single per-node sync routine; the reconcile pass, the agent's
+work queue and the CLI all go through ``ProviderSync.sync``.
+"""
+
+import dataclasses
+import enum
+import logging
+import random
+import threading
+import time
+
+from rp_reporter.sync import plan as planner
+from rp_reporter.sync.placement import Conflict
+
+LOG = logging.getLogger(__name__)
+
+NOT_LISTED = object()  # the bulk listing did not show this provider
+
+
+class Outcome(enum.Enum):
+    CREATED = "created"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+    SKIPPED = "skipped"
+    DELETED = "deleted"
+    KEPT = "kept"  # gone from Ironic, but allocations hold the provider
+    FAILED = "failed"
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    uuid: str
+    outcome: Outcome
+    ops: tuple = ()
+    before: planner.Observed | None = None
+    reason: str | None = None
+    attempts: int = 1
+
+
+def _outcome(ops, desired):
+    if desired.problem:
+        return Outcome.SKIPPED
+    if not ops:
+        return Outcome.UNCHANGED
+    if isinstance(ops[0], planner.CreateProvider):
+        return Outcome.CREATED
+    return Outcome.UPDATED
+
+
+class ProviderSync:
+    """Per-node sync with an observation cache validated by provider generation.
+
+    A cached observation is used only while the bulk listing shows the same
+    generation, so it is never wrong: any inventory, trait or allocation
+    write bumps the generation.  Usages are never cached (deleting an
+    allocation does not bump the generation).
+    """
+
+    def __init__(self, placement, conflict_retries=5):
+        self.placement = placement
+        self.conflict_retries = conflict_retries
+        self._cache = {}
+        self._lock = threading.Lock()
+
+    def forget(self, uuid):
+        with self._lock:
+            self._cache.pop(uuid, None)
+
+    def _observe(self, uuid, listed_generation):
+        if listed_generation is NOT_LISTED:
+            return None  # create it; a 409 means it exists and we adopt it
+        with self._lock:
+            cached = self._cache.get(uuid)
+        if cached is not None and cached.generation == listed_generation:
+            return cached
+        observed = self.placement.observe(uuid)
+        with self._lock:
+            if observed is None:
+                self._cache.pop(uuid, None)
+            else:
+                self._cache[uuid] = observed
+        return observed
+
+    def _execute(self, uuid, observed, ops):
+        generation = observed.generation if observed else None
+        for op in ops:
+            if isinstance(op, planner.CreateProvider):
+                generation = self.placement.create_provider(op.uuid, op.name)
+            elif isinstance(op, planner.SetTraits):
+                generation = self.placement.set_traits(uuid, generation, op.traits)
+            elif isinstance(op, planner.SetInventories):
+                generation = self.placement.set_inventories(uuid, generation, op.inventories)
+        return generation
+
+    def sync(self, desired, listed_generation=None, dry_run=False):
+        """Make Placement hold ``desired``; returns a Result, raises on non-conflict errors.
+
+        ``listed_generation``: the generation the bulk listing showed, NOT_LISTED
+        when it did not show the provider, or None to read it afresh.
+        """
+        uuid = desired.uuid
+        for attempt in range(1, self.conflict_retries + 2):
+            observed = self._observe(uuid, listed_generation)
+            if planner.needs_usages(desired, observed):
+                observed = observed.with_usages(self.placement.usages(uuid))
+            ops = planner.plan(desired, observed)
+            if dry_run or not ops:
+                return Result(uuid, _outcome(ops, desired), ops, observed, desired.problem, attempt)
+            try:
+                generation = self._execute(uuid, observed, ops)
+            except Conflict as e:
+                # Someone else wrote (or the provider exists unlisted): forget what
+                # we knew, re-read this one provider, plan again.
+                self.forget(uuid)
+                listed_generation = None
+                LOG.info("node %s: %s; re-reading (attempt %d)", uuid, e, attempt)
+                time.sleep(random.uniform(0, min(0.05 * 2 ** attempt, 1.0)))
+                continue
+            after = dataclasses.replace(planner.apply(observed, ops), generation=generation,
+                                        usages=None)
+            with self._lock:
+                self._cache[uuid] = after
+            LOG.info("node %s: %s (%s)", uuid, _outcome(ops, desired).value,
+                     ", ".join(op.kind for op in ops))
+            return Result(uuid, _outcome(ops, desired), ops, observed, desired.problem, attempt)
+        return Result(uuid, Outcome.FAILED, (), None,
+                      f"generation conflicts {self.conflict_retries + 1} times in a row",
+                      self.conflict_retries + 1)
+
+    def delete_if_gone(self, uuid, node_exists, dry_run=False):
+        """Delete a provider whose node Ironic no longer has, unless it holds allocations.
+
+        ``node_exists`` is asked first (a direct Ironic read; 404 means gone).
+        Losing ownership never comes here: only a node gone from Ironic does.
+        """
+        if node_exists(uuid):
+            return Result(uuid, Outcome.UNCHANGED, reason="node exists outside this scope")
+        if self.placement.has_allocations(uuid):
+            return Result(uuid, Outcome.KEPT, reason="node is gone from Ironic but the "
+                                                     "provider still has allocations")
+        if dry_run:
+            return Result(uuid, Outcome.DELETED, reason="node is gone from Ironic")
+        try:
+            self.placement.delete_provider(uuid)
+        except Conflict as e:
+            return Result(uuid, Outcome.KEPT, reason=f"delete refused: {e}")
+        self.forget(uuid)
+        LOG.info("node %s: gone from Ironic; provider deleted", uuid)
+        return Result(uuid, Outcome.DELETED, reason="node is gone from Ironic")

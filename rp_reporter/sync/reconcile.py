@@ -1,0 +1,127 @@
+"""One full reconcile: bulk observation of both sides, then the per-node sync
+for every node in scope, then the providers whose nodes are gone.
+
+Bulk observation is two listings (Ironic nodes with only the needed fields,
+Placement providers carrying rp_reporter's marker); per-provider reads happen
+only where the cached observation is stale, so a pass where nothing changed
+costs those two listings and writes nothing.
+"""
+
+import collections
+import concurrent.futures
+import dataclasses
+import logging
+import time
+
+from rp_reporter import model
+from rp_reporter.sync.provider import NOT_LISTED, Outcome, Result
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class Summary:
+    nodes: int = 0
+    outcomes: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    skipped: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    failures: dict = dataclasses.field(default_factory=dict)  # uuid -> reason
+    requests: dict = dataclasses.field(default_factory=dict)  # Placement, by method
+    seconds: float = 0.0
+    results: list = dataclasses.field(default_factory=list)
+
+    @property
+    def converged(self):
+        return not self.failures
+
+    def add(self, result):
+        self.results.append(result)
+        self.outcomes[result.outcome] += 1
+        if result.outcome is Outcome.SKIPPED:
+            self.skipped[result.reason] += 1
+        elif result.outcome is Outcome.FAILED:
+            self.failures[result.uuid] = result.reason
+
+    def as_dict(self):
+        return {
+            "nodes": self.nodes,
+            **{o.value: self.outcomes[o] for o in Outcome},
+            "skipped_reasons": dict(self.skipped),
+            "failures": dict(self.failures),
+            "placement_requests": dict(sorted(self.requests.items())),
+            "seconds": round(self.seconds, 3),
+        }
+
+
+class Reconciler:
+    """Runs one reconcile pass over the nodes this reporter owns."""
+
+    def __init__(self, ironic, syncer, workers=8, owns=None):
+        self.ironic = ironic
+        self.syncer = syncer
+        self.workers = workers
+        # Ring ownership plugs in here; alone, a reporter owns every node.
+        self.owns = owns or (lambda uuid: True)
+        self._logged_problems = set()
+
+    def _log_problem_once(self, uuid, reason):
+        if (uuid, reason) not in self._logged_problems:
+            self._logged_problems.add((uuid, reason))
+            LOG.warning("node %s: skipped: %s", uuid, reason)
+
+    def _desired(self, records, summary):
+        desired = []
+        for record in records:
+            try:
+                node = model.node_from_api(record)
+            except model.InvalidNode as e:
+                uuid = str(record.get("uuid") if isinstance(record, dict) else record)[:64]
+                self._log_problem_once(uuid, str(e))
+                summary.add(Result(uuid, Outcome.SKIPPED, reason=f"invalid node record: {e}"))
+                continue
+            if self.owns(node.uuid):
+                desired.append(model.desired(node))
+        return desired
+
+    def _sync_one(self, desired, listed, dry_run):
+        entry = listed.get(desired.uuid)
+        try:
+            result = self.syncer.sync(desired, entry[1] if entry else NOT_LISTED, dry_run)
+        except Exception as e:  # one node's failure costs that node only
+            LOG.error("node %s: sync failed: %s", desired.uuid, e)
+            return Result(desired.uuid, Outcome.FAILED, reason=str(e))
+        if result.reason and result.outcome is Outcome.SKIPPED:
+            self._log_problem_once(desired.uuid, result.reason)
+        return result
+
+    def _delete_one(self, uuid, dry_run):
+        try:
+            return self.syncer.delete_if_gone(uuid, self._node_exists, dry_run)
+        except Exception as e:
+            LOG.error("node %s: delete check failed: %s", uuid, e)
+            return Result(uuid, Outcome.FAILED, reason=str(e))
+
+    def _node_exists(self, uuid):
+        return self.ironic.get_node(uuid) is not None
+
+    def run(self, dry_run=False, progress=None):
+        """One pass; returns a Summary.  Listing failures raise (nothing was done)."""
+        started = time.monotonic()
+        requests_before = collections.Counter(self.syncer.placement.requests)
+        summary = Summary()
+        records = self.ironic.list_nodes()
+        listed = self.syncer.placement.list_providers()
+        desired = self._desired(records, summary)
+        in_ironic = {str(r.get("uuid")) for r in records if isinstance(r, dict)}
+        gone = [u for u in listed if u not in in_ironic and self.owns(u)]
+        summary.nodes = len(desired)
+        with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
+            futures = [pool.submit(self._sync_one, d, listed, dry_run) for d in desired]
+            futures += [pool.submit(self._delete_one, u, dry_run) for u in gone]
+            for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
+                summary.add(future.result())
+                if progress:
+                    progress(done, len(futures))
+        summary.requests = dict(collections.Counter(self.syncer.placement.requests)
+                                - requests_before)
+        summary.seconds = time.monotonic() - started
+        return summary

@@ -1,0 +1,115 @@
+import pytest
+
+from rp_reporter import model
+from rp_reporter.sync import plan as planner
+
+NODE = "1be26c0b-03f2-4d2e-ae87-c02d7f33c123"
+GOLD, SILVER = "CUSTOM_GOLD", "CUSTOM_SILVER"
+
+
+def desired(rc=GOLD, reserved=0, traits=()):
+    return model.Desired(NODE, NODE, rc, reserved, frozenset(traits))
+
+
+def converged(d, usages=None, extra_traits=()):
+    """What Placement holds after a clean sync of d (plus foreign traits)."""
+    state = planner.apply(None, planner.plan(d, None))
+    return planner.Observed(NODE, 7, state.inventories, state.traits | set(extra_traits), usages)
+
+
+def test_missing_provider_is_created_traits_before_inventory():
+    ops = planner.plan(desired(traits=["CUSTOM_A"]), None)
+    assert [op.kind for op in ops] == ["create", "traits", "inventories"]
+    assert ops[0] == planner.CreateProvider(NODE, NODE)
+    assert ops[1].traits == {"CUSTOM_A", "CUSTOM_RPR_ADDED_CUSTOM_A", model.MANAGED_TRAIT}
+    assert ops[2].inventories == {GOLD: model.inventory(0)}
+
+
+def test_node_without_class_and_without_provider_plans_nothing():
+    assert planner.plan(desired(rc=None), None) == ()
+
+
+def test_converged_provider_plans_nothing():
+    d = desired(reserved=1, traits=["CUSTOM_A"])
+    assert planner.plan(d, converged(d)) == ()
+
+
+def test_maintenance_toggle_is_one_inventory_write():
+    ops = planner.plan(desired(reserved=1), converged(desired(reserved=0)))
+    assert ops == (planner.SetInventories({GOLD: model.inventory(1)}),)
+
+
+def test_foreign_traits_stay_and_ours_go():
+    before = desired(traits=["CUSTOM_A", "CUSTOM_B"])
+    observed = converged(before, extra_traits=["COMPUTE_FOREIGN", "CUSTOM_OPERATOR"])
+    (op,) = planner.plan(desired(traits=["CUSTOM_A"]), observed)
+    assert op.traits == {"CUSTOM_A", "CUSTOM_RPR_ADDED_CUSTOM_A", model.MANAGED_TRAIT,
+                         "COMPUTE_FOREIGN", "CUSTOM_OPERATOR"}
+
+
+def test_trait_someone_else_set_is_not_removed_even_if_node_never_had_it():
+    observed = converged(desired(), extra_traits=["CUSTOM_B"])
+    assert planner.plan(desired(), observed) == ()
+
+
+def test_trait_set_by_others_then_by_the_node_becomes_ours():
+    observed = converged(desired(), extra_traits=["CUSTOM_B"])
+    (op,) = planner.plan(desired(traits=["CUSTOM_B"]), observed)
+    assert "CUSTOM_RPR_ADDED_CUSTOM_B" in op.traits
+
+
+def test_class_change_needs_usages():
+    observed = converged(desired(rc=GOLD))
+    assert planner.needs_usages(desired(rc=SILVER), observed)
+    assert not planner.needs_usages(desired(rc=GOLD, reserved=1), observed)
+    with pytest.raises(ValueError):
+        planner.plan(desired(rc=SILVER), observed)
+
+
+def test_class_change_with_allocation_keeps_old_class_reserved():
+    observed = converged(desired(rc=GOLD), usages={GOLD: 1})
+    (op,) = planner.plan(desired(rc=SILVER, reserved=1), observed)
+    assert op.inventories == {SILVER: model.inventory(1), GOLD: model.inventory(1)}
+
+
+def test_class_change_without_allocation_replaces_class():
+    observed = converged(desired(rc=GOLD), usages={})
+    (op,) = planner.plan(desired(rc=SILVER), observed)
+    assert op.inventories == {SILVER: model.inventory(0)}
+
+
+def test_old_class_dropped_once_allocation_is_gone():
+    kept = {SILVER: model.inventory(0), GOLD: model.inventory(1)}
+    observed = planner.Observed(NODE, 3, kept, desired(rc=SILVER).placement_traits, {})
+    (op,) = planner.plan(desired(rc=SILVER), observed)
+    assert op.inventories == {SILVER: model.inventory(0)}
+
+
+def test_node_losing_its_class_empties_the_provider_unless_allocated():
+    observed = converged(desired(rc=GOLD), usages={})
+    (op,) = planner.plan(desired(rc=None), observed)
+    assert op.inventories == {}
+    observed = converged(desired(rc=GOLD), usages={GOLD: 1})
+    (op,) = planner.plan(desired(rc=None), observed)
+    assert op.inventories == {GOLD: model.inventory(1)}
+
+
+def test_only_managed_inventory_fields_are_compared():
+    d = desired()
+    observed = converged(d)
+    observed.inventories[GOLD]["extra_field_from_newer_placement"] = True
+    assert planner.plan(d, observed) == ()
+
+
+@pytest.mark.parametrize("before, after", [
+    (desired(), desired(reserved=1, traits=["CUSTOM_X"])),
+    (desired(traits=["CUSTOM_X", "CUSTOM_Y"]), desired(traits=["CUSTOM_Y"])),
+    (desired(rc=GOLD), desired(rc=SILVER)),
+])
+def test_applying_the_plan_reaches_a_fixed_point(before, after):
+    observed = converged(before, usages={})
+    ops = planner.plan(after, observed)
+    assert ops
+    again = planner.apply(observed, ops).with_usages({})
+    assert planner.plan(after, again) == ()
+    assert again.inventories == after.inventories
