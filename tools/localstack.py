@@ -19,6 +19,7 @@ import os
 import shutil
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -240,13 +241,21 @@ class LocalStack:
         if not os.path.exists(conf):
             with open(conf, "w") as f:
                 f.write("[DEFAULT]\ndebug = False\n[api]\nauth_strategy = noauth2\n"
-                        f"[placement_database]\nconnection = sqlite:///{conf_dir}/placement.db\n")
+                        f"[placement_database]\nconnection = sqlite:///{conf_dir}/placement.db\n"
+                        "sqlite_synchronous = false\n")
             subprocess.run([_venv_bin("placement-manage"), "--config-file", conf, "db", "sync"],
                            check=True, capture_output=True)
+            # WAL lets readers run beside the writer; without it concurrent
+            # writers get "database is locked" 500s far more often.
+            with contextlib.closing(sqlite3.connect(os.path.join(conf_dir, "placement.db"))) as db:
+                db.execute("PRAGMA journal_mode=WAL")
         port = self.ports["placement"]
-        # gunicorn, not uwsgi: uwsgi's --http-socket resets keep-alive requests here.
+        # gunicorn, not uwsgi: uwsgi's --http-socket resets keep-alive requests
+        # here.  One worker thread: sqlite's deferred transactions cannot take
+        # concurrent writers (they fail with "database is locked" at once), so
+        # Placement on sqlite serves one request at a time; clients queue.
         self.services["placement"].spawn(
-            [_venv_bin("gunicorn"), "-k", "gthread", "-w", "2", "--threads", "4",
+            [_venv_bin("gunicorn"), "-k", "gthread", "-w", "1", "--threads", "1",
              "-b", f"127.0.0.1:{port}", "placement.wsgi.api:application"],
             {"OS_PLACEMENT_CONFIG_DIR": conf_dir})
         wait_until(lambda: http_ok(self.placement_url + "/", {"X-Auth-Token": "admin"}), 60,

@@ -64,7 +64,3 @@ class CommandMixin:
 
 def main(argv=None):
     return ReporterApp().run(sys.argv[1:] if argv is None else argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -42,9 +42,9 @@ def plan_rows(summary):
 class Progress:
     """A one-line counter on a terminal; silent when stderr is piped."""
 
-    def __init__(self, stream=sys.stderr):
-        self.stream = stream
-        self.enabled = stream.isatty()
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.enabled = self.stream.isatty()
 
     def __call__(self, done, total):
         if self.enabled and (done == total or done % 100 == 0):

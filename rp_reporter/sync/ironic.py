@@ -49,6 +49,11 @@ class IronicClient:
                 return nodes
             marker = page[-1].uuid
 
+    def list_all_uuids(self):
+        """Every node uuid in Ironic, whatever the scope (to tell moved from gone)."""
+        nodes = self._client.node.list(fields=["uuid"], limit=0)
+        return {n.uuid for n in nodes}
+
     def get_node(self, uuid):
         """One node's record, or None when Ironic answers 404 (the node is gone)."""
         try:

@@ -59,6 +59,7 @@ class PlacementClient:
         self._count_lock = threading.Lock()
         self._known_classes = set()
         self._known_traits = set()
+        self._names_lock = threading.Lock()  # one creation per name, not one per thread
         self._retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(Unavailable),
             stop=tenacity.stop_after_attempt(attempts),
@@ -171,16 +172,17 @@ class PlacementClient:
 
     # -- one-time name creation (cached per process) ---------------------
     def ensure_resource_class(self, name):
-        if name in self._known_classes or not name.startswith("CUSTOM_"):
-            return
-        self._request("PUT", f"/resource_classes/{_quote(_checked(name))}", (201, 204))
-        self._known_classes.add(name)
+        self._ensure_names([name], self._known_classes, "/resource_classes/")
 
     def ensure_traits(self, names):
-        missing = sorted(n for n in names if n not in self._known_traits)
-        if not missing:
+        self._ensure_names(names, self._known_traits, "/traits/")
+
+    def _ensure_names(self, names, known, path):
+        """Create missing custom names (PUT is idempotent); standard ones already exist."""
+        if known.issuperset(names):
             return
-        custom = [n for n in missing if n.startswith("CUSTOM_")]
-        for name in custom:
-            self._request("PUT", f"/traits/{_quote(_checked(name))}", (201, 204))
-        self._known_traits.update(missing)
+        with self._names_lock:
+            for name in sorted(set(names) - known):
+                if name.startswith("CUSTOM_"):
+                    self._request("PUT", path + _quote(_checked(name)), (201, 204))
+                known.add(name)

@@ -133,11 +133,12 @@ class ProviderSync:
     def delete_if_gone(self, uuid, node_exists, dry_run=False):
         """Delete a provider whose node Ironic no longer has, unless it holds allocations.
 
-        ``node_exists`` is asked first (a direct Ironic read; 404 means gone).
+        ``node_exists`` is asked first (a direct Ironic read; 404 means gone);
+        None is returned when the node exists (outside this reporter's scope).
         Losing ownership never comes here: only a node gone from Ironic does.
         """
         if node_exists(uuid):
-            return Result(uuid, Outcome.UNCHANGED, reason="node exists outside this scope")
+            return None
         if self.placement.has_allocations(uuid):
             return Result(uuid, Outcome.KEPT, reason="node is gone from Ironic but the "
                                                      "provider still has allocations")

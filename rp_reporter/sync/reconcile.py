@@ -18,6 +18,10 @@ from rp_reporter.sync.provider import NOT_LISTED, Outcome, Result
 
 LOG = logging.getLogger(__name__)
 
+# Above this many unexplained providers, one unscoped uuid-only Ironic listing
+# is cheaper than a direct read each.
+DIRECT_CHECK_LIMIT = 20
+
 
 @dataclasses.dataclass
 class Summary:
@@ -62,6 +66,9 @@ class Reconciler:
         # Ring ownership plugs in here; alone, a reporter owns every node.
         self.owns = owns or (lambda uuid: True)
         self._logged_problems = set()
+        # Managed providers whose nodes exist outside this reporter's scope
+        # (another shard or conductor group): not ours to delete, not re-checked.
+        self._foreign = set()
 
     def _log_problem_once(self, uuid, reason):
         if (uuid, reason) not in self._logged_problems:
@@ -93,9 +100,23 @@ class Reconciler:
             self._log_problem_once(desired.uuid, result.reason)
         return result
 
+    def _deletion_candidates(self, listed, in_ironic):
+        """Managed providers with no node in this scope: gone, or foreign."""
+        self._foreign -= in_ironic
+        candidates = [u for u in listed
+                      if u not in in_ironic and u not in self._foreign and self.owns(u)]
+        if len(candidates) > DIRECT_CHECK_LIMIT:
+            existing = self.ironic.list_all_uuids()
+            self._foreign.update(u for u in candidates if u in existing)
+            candidates = [u for u in candidates if u not in existing]
+        return candidates
+
     def _delete_one(self, uuid, dry_run):
         try:
-            return self.syncer.delete_if_gone(uuid, self._node_exists, dry_run)
+            result = self.syncer.delete_if_gone(uuid, self._node_exists, dry_run)
+            if result is None:
+                self._foreign.add(uuid)
+            return result
         except Exception as e:
             LOG.error("node %s: delete check failed: %s", uuid, e)
             return Result(uuid, Outcome.FAILED, reason=str(e))
@@ -112,13 +133,14 @@ class Reconciler:
         listed = self.syncer.placement.list_providers()
         desired = self._desired(records, summary)
         in_ironic = {str(r.get("uuid")) for r in records if isinstance(r, dict)}
-        gone = [u for u in listed if u not in in_ironic and self.owns(u)]
+        gone = self._deletion_candidates(listed, in_ironic)
         summary.nodes = len(desired)
         with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
             futures = [pool.submit(self._sync_one, d, listed, dry_run) for d in desired]
             futures += [pool.submit(self._delete_one, u, dry_run) for u in gone]
             for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
-                summary.add(future.result())
+                if future.result() is not None:
+                    summary.add(future.result())
                 if progress:
                     progress(done, len(futures))
         summary.requests = dict(collections.Counter(self.syncer.placement.requests)

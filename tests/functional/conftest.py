@@ -1,0 +1,70 @@
+"""Fixtures that start the real services once per session (never skipped:
+a service that cannot start is an error, not a skip)."""
+
+import itertools
+import subprocess
+import sys
+
+import pytest
+
+from rp_reporter import conf as rp_conf
+from rp_reporter import wiring
+from tests.functional import fleet
+from tools import localstack
+
+_shards = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory):
+    s = localstack.LocalStack(str(tmp_path_factory.mktemp("stack")))
+    try:
+        s.start()
+        yield s
+    finally:
+        s.stop()
+
+
+@pytest.fixture
+def shard(request):
+    # Each test gets its own Ironic shard, and the reporter is scoped to it,
+    # so tests share one stack without seeing each other's nodes.
+    return f"t{next(_shards)}-{request.node.name[:40]}".replace("[", "-").replace("]", "")
+
+
+@pytest.fixture
+def ironic(stack, shard):
+    return fleet.Ironic(stack.ironic_url, shard)
+
+
+@pytest.fixture
+def placement(stack):
+    return fleet.Placement(stack.placement_url)
+
+
+@pytest.fixture
+def conf_file(stack, shard, tmp_path):
+    path = tmp_path / "rp_reporter.conf"
+    path.write_text(stack.reporter_conf(ironic={"shard": shard}, placement={"request_attempts": 8}))
+    return str(path)
+
+
+@pytest.fixture
+def reporter_conf(conf_file):
+    return rp_conf.load(["--config-file", conf_file])
+
+
+@pytest.fixture
+def reconciler(reporter_conf):
+    return wiring.reconciler(reporter_conf)
+
+
+@pytest.fixture
+def cli(conf_file):
+    """Run ``rp-reporter --config-file <test conf> ARGS`` as a process; (exit, stdout, stderr)."""
+    def run(*args, config_file=conf_file):
+        proc = subprocess.run([sys.executable, "-m", "rp_reporter.cli",
+                               "--config-file", config_file, *args],
+                              capture_output=True, text=True, timeout=300)
+        return proc.returncode, proc.stdout, proc.stderr
+    return run

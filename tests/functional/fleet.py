@@ -1,0 +1,135 @@
+"""Test-side helpers that drive the real Ironic and Placement over plain HTTP.
+
+They play the operator, nova and foreign writers; the code under test never
+uses them.
+"""
+
+import concurrent.futures
+import time
+import uuid
+
+import requests
+
+IRONIC_VERSION = {"X-OpenStack-Ironic-API-Version": "1.95"}
+PLACEMENT = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
+
+
+class Ironic:
+    def __init__(self, url, shard):
+        self.url, self.shard = url, shard
+        self.http = requests.Session()
+        self.http.headers.update(IRONIC_VERSION)
+
+    def _call(self, method, path, expect=(200, 201, 202, 204), **kw):
+        resp = self.http.request(method, self.url + path, timeout=30, **kw)
+        assert resp.status_code in expect, f"{method} {path}: {resp.status_code} {resp.text}"
+        return resp.json() if resp.content else None
+
+    def get(self, node):
+        return self._call("GET", f"/v1/nodes/{node}")
+
+    def wait_state(self, node, state, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            n = self.get(node)
+            if n["provision_state"] == state and not n["target_provision_state"]:
+                return n
+            time.sleep(0.05)
+        raise AssertionError(f"{node} stuck in {n['provision_state']}: {n['last_error']}")
+
+    def provision(self, node, target, state):
+        self._call("PUT", f"/v1/nodes/{node}/states/provision", json={"target": target})
+        return self.wait_state(node, state)
+
+    def create(self, resource_class="baremetal-gold", state="available", traits=(),
+               maintenance=False, instance=False, power="power on"):
+        """A node in the given state (enroll, manageable, available, active)."""
+        body = {"driver": "fake-hardware", "shard": self.shard}
+        if resource_class is not None:
+            body["resource_class"] = resource_class
+        node = self._call("POST", "/v1/nodes", json=body)["uuid"]
+        if traits:
+            self._call("PUT", f"/v1/nodes/{node}/traits", json={"traits": list(traits)})
+        if state != "enroll":
+            self.provision(node, "manage", "manageable")
+        if state in ("available", "active"):
+            self.provision(node, "provide", "available")
+        if power and state != "enroll":
+            self.set_power(node, power)
+        if instance or state == "active":
+            self.patch(node, instance_uuid=str(uuid.uuid4()))
+        if state == "active":
+            self.provision(node, "active", "active")
+        if maintenance:
+            self.set_maintenance(node, True)
+        return node
+
+    def create_many(self, count, **kw):
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            return list(pool.map(lambda _: self.create(**kw), range(count)))
+
+    def set_power(self, node, target):
+        self._call("PUT", f"/v1/nodes/{node}/states/power", json={"target": target})
+        deadline = time.monotonic() + 10
+        while self.get(node)["power_state"] != target and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def patch(self, node, **fields):
+        ops = [{"op": "add" if v is not None else "remove", "path": f"/{k}",
+                **({"value": v} if v is not None else {})} for k, v in fields.items()]
+        return self._call("PATCH", f"/v1/nodes/{node}", json=ops)
+
+    def set_maintenance(self, node, on):
+        if on:
+            self._call("PUT", f"/v1/nodes/{node}/maintenance", json={"reason": "test"})
+        else:
+            self._call("DELETE", f"/v1/nodes/{node}/maintenance")
+
+    def set_traits(self, node, traits):
+        self._call("PUT", f"/v1/nodes/{node}/traits", json={"traits": list(traits)})
+
+    def delete(self, node):
+        self._call("DELETE", f"/v1/nodes/{node}")
+
+
+class Placement:
+    def __init__(self, url):
+        self.url = url
+        self.http = requests.Session()
+        self.http.headers.update(PLACEMENT)
+
+    def _call(self, method, path, expect=(200, 201, 204), **kw):
+        resp = self.http.request(method, self.url + path, timeout=30, **kw)
+        assert resp.status_code in expect, f"{method} {path}: {resp.status_code} {resp.text}"
+        return resp.json() if resp.content else None
+
+    def provider(self, rp):
+        """(generation, inventories, traits) or None when there is no provider."""
+        resp = self.http.get(f"{self.url}/resource_providers/{rp}", timeout=30)
+        if resp.status_code == 404:
+            return None
+        inv = self._call("GET", f"/resource_providers/{rp}/inventories")
+        traits = self._call("GET", f"/resource_providers/{rp}/traits")
+        return {"name": resp.json()["name"], "generation": inv["resource_provider_generation"],
+                "inventories": {rc: (i["total"], i["reserved"], i["max_unit"])
+                                for rc, i in inv["inventories"].items()},
+                "traits": set(traits["traits"])}
+
+    def allocate(self, rp, resource_class):
+        consumer = str(uuid.uuid4())
+        self._call("PUT", f"/allocations/{consumer}", json={
+            "allocations": {rp: {"resources": {resource_class: 1}}},
+            "project_id": str(uuid.uuid4()), "user_id": str(uuid.uuid4()),
+            "consumer_generation": None, "consumer_type": "INSTANCE"})
+        return consumer
+
+    def deallocate(self, consumer):
+        self._call("DELETE", f"/allocations/{consumer}")
+
+    def add_trait(self, rp, trait):
+        """A foreign writer: adds a trait of its own, generation-guarded like anyone."""
+        self._call("PUT", f"/traits/{trait}")
+        current = self._call("GET", f"/resource_providers/{rp}/traits")
+        self._call("PUT", f"/resource_providers/{rp}/traits", json={
+            "resource_provider_generation": current["resource_provider_generation"],
+            "traits": current["traits"] + [trait]})

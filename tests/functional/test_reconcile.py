@@ -1,0 +1,259 @@
+"""One reconcile against real Placement and real Ironic: every node ends exactly right."""
+
+import json
+import threading
+import time
+
+import pytest
+
+from rp_reporter import model
+from rp_reporter.sync.provider import Outcome
+
+GOLD = "CUSTOM_BAREMETAL_GOLD"
+MANAGED = model.MANAGED_TRAIT
+
+pytestmark = pytest.mark.functional
+
+
+def writes(summary):
+    return sum(n for method, n in summary.requests.items() if method != "GET")
+
+
+def outcome_of(summary, node):
+    (result,) = [r for r in summary.results if r.uuid == node]
+    return result
+
+
+def test_each_kind_of_node_ends_exactly_right(ironic, placement, reconciler):
+    nodes = {
+        "available": ironic.create(),
+        "maintenance": ironic.create(maintenance=True),
+        "manageable": ironic.create(state="manageable"),
+        "enroll": ironic.create(state="enroll"),
+        "active": ironic.create(state="active"),
+        "power_off": ironic.create(power="power off"),
+        "traits": ironic.create(traits=["CUSTOM_GPU", "HW_CPU_X86_AVX2"]),
+        "no_class": ironic.create(resource_class=None),
+        "odd_spelling": ironic.create(resource_class="Bare Metal.gold--XL"),
+        "nothing_class": ironic.create(resource_class="---"),
+    }
+    summary = reconciler.run()
+    assert summary.converged, summary.failures
+    reserved = {name: placement.provider(node) for name, node in nodes.items()}
+
+    assert reserved["available"]["inventories"] == {GOLD: (1, 0, 1)}
+    assert reserved["available"]["name"] == nodes["available"]
+    assert reserved["power_off"]["inventories"] == {GOLD: (1, 0, 1)}
+    for unusable in ("maintenance", "manageable", "enroll", "active"):
+        assert reserved[unusable]["inventories"] == {GOLD: (1, 1, 1)}, unusable
+    assert reserved["traits"]["traits"] == {
+        "CUSTOM_GPU", "HW_CPU_X86_AVX2", MANAGED, "CUSTOM_RPR_ADDED_CUSTOM_GPU",
+        "CUSTOM_RPR_ADDED_HW_CPU_X86_AVX2"}
+    assert reserved["odd_spelling"]["inventories"] == {"CUSTOM_BARE_METAL_GOLD_XL": (1, 0, 1)}
+    assert reserved["no_class"] is None and reserved["nothing_class"] is None
+
+    assert summary.outcomes[Outcome.CREATED] == 8
+    assert summary.outcomes[Outcome.SKIPPED] == 2
+    assert summary.skipped == {"node has no resource_class": 1,
+                               "resource_class '---' normalizes to nothing": 1}
+    # Initial sync: create, traits, inventory: at most 3 writes per node,
+    # plus one-time creation of classes and traits.
+    one_time = 2 + 4  # two classes; MANAGED, CUSTOM_GPU and the two ADDED_ markers
+    assert writes(summary) <= 3 * 8 + one_time
+
+
+def test_second_pass_writes_nothing(ironic, reconciler):
+    ironic.create_many(4)
+    ironic.create(traits=["CUSTOM_GPU"], maintenance=True)
+    first = reconciler.run()
+    assert first.converged and first.outcomes[Outcome.CREATED] == 5
+    second = reconciler.run()
+    assert second.outcomes[Outcome.UNCHANGED] == 5
+    assert writes(second) == 0
+    # The warm cache makes it cost the two listings and nothing else.
+    assert second.requests == {"GET": 1}
+
+
+def test_second_pass_from_a_new_process_writes_nothing(ironic, cli):
+    ironic.create_many(3)
+    code, _, _ = cli("reconcile", "-f", "json")
+    assert code == 0
+    code, out, _ = cli("reconcile", "-f", "json")
+    (row,) = json.loads(out)
+    assert code == 0 and row["unchanged"] == 3 and row["created"] == 0
+    assert set(row["placement_requests"]) == {"GET"}
+
+
+def test_drift_of_k_nodes_costs_at_most_2k_writes(ironic, placement, reconciler):
+    nodes = ironic.create_many(10)
+    assert reconciler.run().converged
+    drifted = nodes[:3]
+    ironic.set_maintenance(drifted[0], True)
+    ironic.set_traits(drifted[1], ["CUSTOM_NEW"])
+    ironic.patch(drifted[2], instance_uuid="3a4f8b4e-3b0e-4a53-9d7e-2d0c1c1f5e11")
+    summary = reconciler.run()
+    assert summary.converged
+    assert summary.outcomes[Outcome.UPDATED] == 3 and summary.outcomes[Outcome.UNCHANGED] == 7
+    assert writes(summary) <= 2 * 3 + 2  # + the new trait and its marker, once
+    assert placement.provider(drifted[0])["inventories"] == {GOLD: (1, 1, 1)}
+    assert "CUSTOM_NEW" in placement.provider(drifted[1])["traits"]
+    assert placement.provider(drifted[2])["inventories"] == {GOLD: (1, 1, 1)}
+
+
+def test_removed_node_trait_goes_and_foreign_traits_stay(ironic, placement, reconciler):
+    node = ironic.create(traits=["CUSTOM_A", "CUSTOM_B"])
+    assert reconciler.run().converged
+    placement.add_trait(node, "CUSTOM_OPERATOR_SET")
+    ironic.set_traits(node, ["CUSTOM_A"])
+    assert reconciler.run().converged
+    traits = placement.provider(node)["traits"]
+    assert "CUSTOM_B" not in traits and "CUSTOM_RPR_ADDED_CUSTOM_B" not in traits
+    assert {"CUSTOM_A", "CUSTOM_OPERATOR_SET", MANAGED} <= traits
+
+
+def test_node_deleted_in_ironic_loses_its_provider(ironic, placement, reconciler):
+    keep, gone = ironic.create_many(2)
+    assert reconciler.run().converged
+    ironic.delete(gone)
+    summary = reconciler.run()
+    assert outcome_of(summary, gone).outcome is Outcome.DELETED
+    assert placement.provider(gone) is None
+    assert placement.provider(keep) is not None
+
+
+def test_deleted_node_with_allocation_keeps_its_provider(ironic, placement, reconciler):
+    node = ironic.create()
+    assert reconciler.run().converged
+    consumer = placement.allocate(node, GOLD)
+    ironic.delete(node)
+    summary = reconciler.run()
+    assert outcome_of(summary, node).outcome is Outcome.KEPT
+    assert placement.provider(node)["inventories"] == {GOLD: (1, 0, 1)}
+    placement.deallocate(consumer)
+    summary = reconciler.run()
+    assert outcome_of(summary, node).outcome is Outcome.DELETED
+    assert placement.provider(node) is None
+
+
+def test_class_change_under_allocation_keeps_old_class_until_freed(ironic, placement,
+                                                                   reconciler):
+    node = ironic.create()
+    assert reconciler.run().converged
+    consumer = placement.allocate(node, GOLD)  # claimed by the scheduler, not yet deployed
+    ironic.patch(node, resource_class="baremetal-silver")
+    summary = reconciler.run()
+    assert summary.converged
+    assert placement.provider(node)["inventories"] == {
+        GOLD: (1, 1, 1), "CUSTOM_BAREMETAL_SILVER": (1, 0, 1)}
+    placement.deallocate(consumer)
+    assert reconciler.run().converged
+    assert placement.provider(node)["inventories"] == {"CUSTOM_BAREMETAL_SILVER": (1, 0, 1)}
+
+
+def test_foreign_writer_between_read_and_write_still_converges(ironic, placement, reconciler):
+    node = ironic.create()
+    assert reconciler.run().converged
+    ironic.set_maintenance(node, True)
+    client = reconciler.syncer.placement
+    real_set_inventories = client.set_inventories
+    bumped = []
+
+    def racing_set_inventories(uuid, generation, inventories):
+        if not bumped:  # a real concurrent writer gets in first, once
+            placement.add_trait(uuid, "CUSTOM_RACER")
+            bumped.append(uuid)
+        return real_set_inventories(uuid, generation, inventories)
+
+    client.set_inventories = racing_set_inventories
+    summary = reconciler.run()
+    result = outcome_of(summary, node)
+    assert result.outcome is Outcome.UPDATED and result.attempts == 2
+    state = placement.provider(node)
+    assert state["inventories"] == {GOLD: (1, 1, 1)}
+    assert "CUSTOM_RACER" in state["traits"]  # nobody's write was lost
+
+
+def test_existing_unmarked_provider_is_adopted(ironic, placement, reconciler):
+    node = ironic.create()
+    # As nova's own driver would have left it: same uuid and name, no marker.
+    placement._call("POST", "/resource_providers", json={"uuid": node, "name": node})
+    summary = reconciler.run()
+    assert summary.converged
+    assert outcome_of(summary, node).attempts == 2
+    state = placement.provider(node)
+    assert state["inventories"] == {GOLD: (1, 0, 1)} and MANAGED in state["traits"]
+
+
+def test_odd_node_records_cost_only_that_node(ironic, placement, reconciler):
+    good = ironic.create()
+    real_list = reconciler.ironic.list_nodes
+    reconciler.ironic.list_nodes = lambda: real_list() + [
+        {"uuid": "not-a-uuid"}, "garbage", {"uuid": good.replace("a", "b"), "maintenance": "x"}]
+    summary = reconciler.run()
+    assert summary.converged
+    assert summary.outcomes[Outcome.SKIPPED] == 3
+    assert placement.provider(good)["inventories"] == {GOLD: (1, 0, 1)}
+
+
+def test_placement_restart_mid_run_then_next_run_converges(stack, ironic, placement,
+                                                           reconciler):
+    nodes = ironic.create_many(120, state="enroll")
+    reconciler.workers = 2  # slow enough that the restart lands mid-run
+    outcome = {}
+    run = threading.Thread(target=lambda: outcome.setdefault("summary", reconciler.run()))
+    run.start()
+    time.sleep(0.5)
+    stack.restart("placement")
+    run.join(120)
+    first = outcome["summary"]
+    assert first.nodes == 120
+    assert set(first.failures) <= set(nodes)  # finished, or named each node that failed
+    second = reconciler.run()
+    assert second.converged, second.failures
+    for node in nodes[:: 10]:
+        assert placement.provider(node)["inventories"] == {GOLD: (1, 1, 1)}
+    assert reconciler.run().requests == {"GET": 1}
+
+
+def test_dry_run_shows_the_plan_and_writes_nothing(ironic, placement, cli):
+    node = ironic.create(traits=["CUSTOM_GPU"])
+    code, out, _ = cli("reconcile", "--dry-run", "-f", "json")
+    assert code == 0
+    (row,) = json.loads(out)
+    assert row["node"] == node and row["operation"] == "create traits inventories"
+    assert row["inventory_after"] == f"{GOLD}:reserved=0/total=1"
+    assert "CUSTOM_GPU" in row["traits_after"]
+    assert placement.provider(node) is None
+
+
+def test_cli_summary_and_exit_codes(ironic, cli, tmp_path):
+    ironic.create_many(2)
+    ironic.create(resource_class=None)
+    code, out, err = cli("reconcile", "-f", "json")
+    (row,) = json.loads(out)
+    assert code == 0
+    assert "has no resource_class" in err  # the skip is logged, naming the node
+    assert (row["nodes"], row["created"], row["skipped"]) == (3, 2, 1)
+    assert row["skipped_reasons"] == {"node has no resource_class": 1}
+    assert row["placement_requests"]["POST"] == 2
+    assert row["seconds"] > 0
+
+    bad = tmp_path / "bad.conf"
+    bad.write_text("[placement]\nauth_type = none\n")
+    code, out, err = cli("reconcile", config_file=str(bad))
+    assert code == 2 and out == ""
+    assert err.strip().splitlines() == [
+        "rp-reporter: error: bad configuration: [ironic] needs auth_type "
+        "(e.g. password, admin_token, none) or endpoint_override"]
+
+
+def test_cli_exits_1_naming_the_failed_nodes_when_placement_is_down(ironic, stack, tmp_path,
+                                                                    cli):
+    ironic.create()
+    conf = tmp_path / "down.conf"
+    conf.write_text(stack.reporter_conf(
+        ironic={"shard": ironic.shard},
+        placement={"endpoint": "http://127.0.0.1:9", "request_attempts": 2}))
+    code, out, err = cli("reconcile", config_file=str(conf))
+    assert code == 1 and out == ""
+    assert "Traceback" not in err and "Unable to establish connection" in err
