@@ -13,6 +13,11 @@ NODE_FIELDS = ("uuid", "name", "resource_class", "provision_state", "power_state
                "instance_uuid", "traits", "conductor_group", "shard")
 
 
+def _record(node):
+    data = node.to_dict()
+    return {field: data.get(field) for field in NODE_FIELDS}
+
+
 class IronicClient:
     """Reads the nodes this reporter is responsible for."""
 
@@ -44,7 +49,7 @@ class IronicClient:
         while True:
             page = self._client.node.list(fields=list(NODE_FIELDS), limit=self.page_size,
                                           marker=marker, **self._scope())
-            nodes.extend(n.to_dict() for n in page)
+            nodes.extend(_record(n) for n in page)
             if len(page) < self.page_size:
                 return nodes
             marker = page[-1].uuid
@@ -57,6 +62,6 @@ class IronicClient:
     def get_node(self, uuid):
         """One node's record, or None when Ironic answers 404 (the node is gone)."""
         try:
-            return self._client.node.get(uuid, fields=list(NODE_FIELDS)).to_dict()
+            return _record(self._client.node.get(uuid, fields=list(NODE_FIELDS)))
         except ironic_exc.NotFound:
             return None

@@ -172,17 +172,29 @@ class PlacementClient:
 
     # -- one-time name creation (cached per process) ---------------------
     def ensure_resource_class(self, name):
-        self._ensure_names([name], self._known_classes, "/resource_classes/")
+        self._ensure_names([name], self._known_classes, "resource_classes")
 
     def ensure_traits(self, names):
-        self._ensure_names(names, self._known_traits, "/traits/")
+        self._ensure_names(names, self._known_traits, "traits")
 
-    def _ensure_names(self, names, known, path):
-        """Create missing custom names (PUT is idempotent); standard ones already exist."""
+    def _existing(self, kind, names):
+        """Which of these names Placement already has: one read, not a write each."""
+        if kind == "traits":
+            url = "/traits?name=in:" + ",".join(_quote(n) for n in names)
+            return set(self._request("GET", url, (200,)).json()["traits"])
+        return {rc["name"] for rc in
+                self._request("GET", "/resource_classes", (200,)).json()["resource_classes"]}
+
+    def _ensure_names(self, names, known, kind):
+        """Create the custom names Placement lacks; standard ones always exist."""
         if known.issuperset(names):
             return
         with self._names_lock:
-            for name in sorted(set(names) - known):
-                if name.startswith("CUSTOM_"):
-                    self._request("PUT", path + _quote(_checked(name)), (201, 204))
+            missing = sorted(_checked(name) for name in set(names) - known)
+            if not missing:
+                return
+            existing = self._existing(kind, missing)
+            for name in missing:
+                if name not in existing and name.startswith("CUSTOM_"):
+                    self._request("PUT", f"/{kind}/{_quote(name)}", (201, 204))
                 known.add(name)

@@ -14,7 +14,9 @@ import logging
 import time
 
 from rp_reporter import model
-from rp_reporter.sync.provider import NOT_LISTED, Outcome, Result
+from rp_reporter.sync.provider import NOT_LISTED
+from rp_reporter.sync.provider import Outcome
+from rp_reporter.sync.provider import Result
 
 LOG = logging.getLogger(__name__)
 

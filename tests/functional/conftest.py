@@ -9,7 +9,7 @@ import pytest
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
-from tests.functional import fleet
+from tools import fleet
 from tools import localstack
 
 _shards = itertools.count()

@@ -1,4 +1,4 @@
-"""Test-side helpers that drive the real Ironic and Placement over plain HTTP.
+"""Helpers (for tests, demo and benchmarks) that drive the real Ironic and Placement over plain HTTP.
 
 They play the operator, nova and foreign writers; the code under test never
 uses them.

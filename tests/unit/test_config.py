@@ -1,0 +1,34 @@
+import os
+
+from oslo_config import generator
+
+from rp_reporter import conf as rp_conf
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SAMPLE = os.path.join(ROOT, "etc", "rp_reporter", "rp_reporter.conf.sample")
+
+
+def test_sample_config_is_current(tmp_path):
+    """Fails when an option changed and `tox -e genconfig` was not run."""
+    out = tmp_path / "sample.conf"
+    generator.main(["--config-file",
+                    os.path.join(ROOT, "etc", "rp_reporter", "rp_reporter-config-generator.conf"),
+                    "--output-file", str(out)])
+    with open(SAMPLE) as committed:
+        assert out.read_text() == committed.read(), "run: tox -e genconfig"
+
+
+def test_local_stack_style_config_loads(tmp_path):
+    path = tmp_path / "rp.conf"
+    path.write_text("[ironic]\nauth_type = none\nendpoint_override = http://127.0.0.1:6385\n"
+                    "[placement]\nauth_type = admin_token\nendpoint = http://127.0.0.1:8778\n"
+                    "token = admin\n")
+    conf = rp_conf.load(["--config-file", str(path)])
+    assert rp_conf.adapter(conf, "placement").get_endpoint() == "http://127.0.0.1:8778"
+    assert rp_conf.adapter(conf, "ironic").get_endpoint() == "http://127.0.0.1:6385"
+    assert conf.placement.service_type == "placement" and conf.ironic.service_type == "baremetal"
+
+
+def test_every_option_group_is_in_the_sample():
+    groups = {group for group, _ in rp_conf.list_opts()}
+    assert groups == {"DEFAULT", "ironic", "placement", "reconcile"}
