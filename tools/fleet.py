@@ -14,6 +14,18 @@ IRONIC_VERSION = {"X-OpenStack-Ironic-API-Version": "1.95"}
 PLACEMENT = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
 
 
+def call(http, method, url, expect, **kw):
+    """One request; a sqlite "database is locked" 500 (concurrent writers on the
+    local stack's sqlite) is tried again a few times."""
+    for attempt in range(25):
+        resp = http.request(method, url, timeout=30, **kw)
+        if resp.status_code in expect or "database is locked" not in resp.text:
+            break
+        time.sleep(min(0.05 * (attempt + 1), 0.5))
+    assert resp.status_code in expect, f"{method} {url}: {resp.status_code} {resp.text}"
+    return resp.json() if resp.content else None
+
+
 class Ironic:
     def __init__(self, url, shard):
         self.url, self.shard = url, shard
@@ -21,9 +33,7 @@ class Ironic:
         self.http.headers.update(IRONIC_VERSION)
 
     def _call(self, method, path, expect=(200, 201, 202, 204), **kw):
-        resp = self.http.request(method, self.url + path, timeout=30, **kw)
-        assert resp.status_code in expect, f"{method} {path}: {resp.status_code} {resp.text}"
-        return resp.json() if resp.content else None
+        return call(self.http, method, self.url + path, expect, **kw)
 
     def get(self, node):
         return self._call("GET", f"/v1/nodes/{node}")
@@ -99,9 +109,7 @@ class Placement:
         self.http.headers.update(PLACEMENT)
 
     def _call(self, method, path, expect=(200, 201, 204), **kw):
-        resp = self.http.request(method, self.url + path, timeout=30, **kw)
-        assert resp.status_code in expect, f"{method} {path}: {resp.status_code} {resp.text}"
-        return resp.json() if resp.content else None
+        return call(self.http, method, self.url + path, expect, **kw)
 
     def provider(self, rp):
         """(generation, inventories, traits) or None when there is no provider."""
