@@ -1,4 +1,4 @@
-"""Helpers (for tests, demo and benchmarks) that drive the real Ironic and Placement over plain HTTP.
+"""Helpers for tests, demo and benchmarks: drive the real Ironic and Placement over HTTP.
 
 They play the operator, nova and foreign writers; the code under test never
 uses them.
