@@ -1,10 +1,15 @@
-"""``rp-reporter-agent``: the daemon.
+"""``rp-reporter-agent``: the daemon that keeps Placement fresh.
 
-Today it runs the reconcile loop: a pass at start, then one every
-``[reconcile] interval`` seconds (with jitter so many agents do not pass in
-step).  SIGTERM and SIGINT stop it after the pass in flight (exit 0); SIGHUP
-reloads the mutable options (log level, interval).  The notification fast path
-and the shared work queue come with the agent's own issue.
+Two producers feed one de-duplicating work queue of node uuids; one per-node
+sync makes Placement match the node:
+
+* the fast path: Ironic's versioned notifications (oslo.messaging listener in
+  this agent's own pool) name a node;
+* the reconcile loop: at start, then every ``[reconcile] interval`` seconds
+  (jittered), one bulk observation names the nodes that differ.
+
+SIGTERM and SIGINT stop it gracefully (in-flight syncs finish, exit 0);
+SIGHUP reloads the mutable options (debug, interval, jitter).
 """
 
 import logging
@@ -12,56 +17,212 @@ import random
 import signal
 import sys
 import threading
+import time
+import warnings
 
 from oslo_config import cfg
 
 from rp_reporter import conf as rp_conf
+from rp_reporter import metrics as rp_metrics
+from rp_reporter import model
 from rp_reporter import wiring
+from rp_reporter.sync import placement as placement_sync
+from rp_reporter.sync import provider
+from rp_reporter.sync import queue as work_queue
+from rp_reporter.sync import reconcile
 
 LOG = logging.getLogger("rp_reporter.agent")
 
 
-def _setup_logging(conf):
-    logging.basicConfig(stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    logging.getLogger().setLevel(logging.DEBUG if conf.debug else logging.INFO)
+class Dependency:
+    """Logs an outage of one service once when it starts and once when it ends."""
+
+    def __init__(self, name):
+        self.name = name
+        self.down_since = None
+        self._lock = threading.Lock()
+
+    def failed(self, error):
+        with self._lock:
+            if self.down_since is None:
+                self.down_since = time.monotonic()
+                LOG.error("%s unavailable, retrying until it returns: %s", self.name, error)
+
+    def ok(self):
+        with self._lock:
+            if self.down_since is not None:
+                LOG.warning("%s available again after %.1f s", self.name,
+                            time.monotonic() - self.down_since)
+                self.down_since = None
 
 
 class Agent:
     def __init__(self, conf):
         self.conf = conf
-        self.reconciler = wiring.reconciler(conf)
+        self.metrics = rp_metrics.Metrics()
+        self.ironic = wiring.ironic_client(conf)
+        self.syncer = provider.ProviderSync(wiring.placement_client(conf),
+                                            conflict_retries=conf.reconcile.conflict_retries)
+        self.reconciler = reconcile.Reconciler(self.ironic, self.syncer,
+                                               workers=conf.reconcile.workers, owns=self.owns)
+        self.queue = work_queue.WorkQueue(self.sync_node, workers=conf.agent.workers,
+                                          wanted=self.owns, backoff_max=conf.agent.retry_max,
+                                          on_done=self._synced)
+        self.ironic_dep, self.placement_dep = Dependency("Ironic"), Dependency("Placement")
         self.stopping = threading.Event()
+        self.ready = threading.Event()  # listener bound: events from now on are seen
+        self.listener = None
+        self.last_reconcile = None
+
+    # -- ownership (the hash ring plugs in here) --------------------------
+    def owns(self, uuid):
+        return True
+
+    # -- producers ---------------------------------------------------------
+    def on_notification(self, uuid, event_type, sent_at):
+        if not self.owns(uuid):
+            self.metrics.notifications.labels("not_owned").inc()
+            return
+        self.metrics.notifications.labels("accepted").inc()
+        self.queue.add(uuid, queued_at=sent_at)
+
+    def on_bad_notification(self, reason):
+        self.metrics.notifications.labels("invalid").inc()
+
+    def resync(self):
+        """One periodic reconcile: bulk observation, enqueue what differs."""
+        started = time.monotonic()
+        try:
+            keys, nodes = self.reconciler.drift()
+        except placement_sync.PlacementError as e:
+            self.placement_dep.failed(e)
+            return
+        except Exception as e:  # the Ironic listing
+            self.ironic_dep.failed(e)
+            return
+        self.ironic_dep.ok()
+        self.placement_dep.ok()
+        now = time.time()
+        for key in keys:
+            self.queue.add(key, queued_at=now)
+        self.last_reconcile = time.monotonic()
+        self.metrics.nodes_owned.set(nodes)
+        self.metrics.reconcile_seconds.set(self.last_reconcile - started)
+        self.metrics.reconcile_drift.set(len(keys))
+        if keys:
+            LOG.info("reconcile: %d of %d nodes out of step, queued", len(keys), nodes)
+
+    # -- the one per-node sync --------------------------------------------
+    def sync_node(self, uuid):
+        """Make Placement match node ``uuid`` as Ironic has it now; False to retry."""
+        try:
+            record = self.ironic.get_node(uuid)
+        except Exception as e:
+            self.ironic_dep.failed(e)
+            self.metrics.failures.labels("ironic").inc()
+            return False
+        self.ironic_dep.ok()
+        try:
+            if record is None:
+                result = self.syncer.delete_if_gone(uuid, node_exists=lambda u: False)
+            elif not self.ironic.in_scope(record):
+                self.reconciler.note_foreign(uuid)
+                return True
+            else:
+                try:
+                    node = model.node_from_api(record)
+                except model.InvalidNode as e:
+                    LOG.warning("node %s: skipped: %s", uuid, e)
+                    self.metrics.failures.labels("invalid_node").inc()
+                    return True
+                result = self.syncer.sync(model.desired(node), provider.USE_CACHE)
+        except Exception as e:
+            self.placement_dep.failed(e)
+            self.metrics.failures.labels("placement").inc()
+            return False
+        self.placement_dep.ok()
+        self.metrics.record_sync(result)
+        if result.outcome is provider.Outcome.FAILED:
+            LOG.warning("node %s: %s; will retry", uuid, result.reason)
+            self.metrics.failures.labels("conflicts").inc()
+            return False
+        return True
+
+    def _synced(self, key, queued_at, ok):
+        if ok:
+            self.metrics.event_to_write.observe(max(0.0, time.time() - queued_at))
+        self.metrics.queue_depth.set(self.queue.depth())
+
+    # -- lifecycle ---------------------------------------------------------
+    def healthy(self):
+        if self.stopping.is_set():
+            return False, "stopping"
+        if not self.ready.is_set():
+            return False, "starting"
+        if self.placement_dep.down_since or self.ironic_dep.down_since:
+            return False, "a dependency is unavailable"
+        return True, "ok"
 
     def stop(self, signum=None, frame=None):
-        LOG.info("stopping (signal %s): finishing the pass in flight", signum)
+        LOG.info("stopping (signal %s)", signum)
         self.stopping.set()
 
     def reload(self, signum=None, frame=None):
         self.conf.mutate_config_files()
         _setup_logging(self.conf)
-        LOG.info("reloaded mutable options: interval=%s", self.conf.reconcile.interval)
+        LOG.info("reloaded: interval=%s jitter=%s debug=%s", self.conf.reconcile.interval,
+                 self.conf.reconcile.jitter, self.conf.debug)
 
     def next_wait(self):
         interval, jitter = self.conf.reconcile.interval, self.conf.reconcile.jitter
         return interval * random.uniform(1 - jitter, 1 + jitter)
 
-    def run_once(self):
-        try:
-            summary = self.reconciler.run()
-        except Exception as e:  # an outage costs this pass, never the process
-            LOG.error("reconcile pass failed: %s", e)
+    def start_listener(self):
+        if not self.conf.notifications.transport_url:
+            LOG.warning("no [notifications] transport_url: reconcile loop only, every %s s",
+                        self.conf.reconcile.interval)
             return
-        LOG.info("reconcile pass: %s", {k: v for k, v in summary.as_dict().items() if v})
+        # oslo.messaging pulls in oslo.service's eventlet backend, which warns
+        # on import; the agent uses the threading executor, so it is noise.
+        warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
+        from rp_reporter.sync import events
+
+        endpoint = events.NotificationEndpoint(self.on_notification, self.on_bad_notification)
+        self.listener = events.listener(self.conf, endpoint)
+        LOG.info("listening for Ironic notifications on topic %s",
+                 self.conf.notifications.topic)
 
     def run(self):
-        LOG.info("agent %s starting: reconcile every %s s (no notification fast path yet)",
-                 self.conf.host, self.conf.reconcile.interval)
+        LOG.info("agent %s starting", self.conf.host)
+        if self.conf.agent.metrics_bind:
+            try:
+                rp_metrics.serve(self.metrics, self.healthy, self.conf.agent.metrics_bind)
+            except (OSError, ValueError) as e:
+                LOG.error("cannot serve [agent] metrics_bind = %s: %s",
+                          self.conf.agent.metrics_bind, e)
+                return 2
+        self.queue.start()
+        self.start_listener()
+        self.ready.set()
         while not self.stopping.is_set():
-            self.run_once()
+            self.resync()
             self.stopping.wait(self.next_wait())
+        if self.listener:
+            self.listener.stop()
+        self.queue.stop(timeout=7)
+        if self.listener:
+            self.listener.wait()
         LOG.info("agent %s stopped", self.conf.host)
         return 0
+
+
+def _setup_logging(conf):
+    root = logging.getLogger()
+    if not root.handlers:
+        logging.basicConfig(stream=sys.stderr,
+                            format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    root.setLevel(logging.DEBUG if conf.debug else logging.INFO)
+    logging.getLogger("oslo_messaging").setLevel(logging.WARNING)
 
 
 def main(argv=None):

@@ -49,11 +49,37 @@ RECONCILE_OPTS = [
                       "drift apart."),
 ]
 
+NOTIFICATIONS_OPTS = [
+    cfg.StrOpt("transport_url", secret=True,
+               help="oslo.messaging transport URL of the bus Ironic sends its versioned "
+                    "notifications to (e.g. rabbit://user:pass@host:5672/). Unset: the "
+                    "agent runs the reconcile loop only."),
+    cfg.StrOpt("topic", default="ironic_versioned_notifications",
+               help="Ironic's [DEFAULT] versioned_notifications_topics."),
+    cfg.StrOpt("exchange", default="ironic",
+               help="The exchange Ironic publishes on (its control_exchange)."),
+    cfg.StrOpt("pool", sample_default="rp_reporter.<host>",
+               help="Listener pool (queue) name; every agent needs its own so agents do "
+                    "not split the messages between them. Default: rp_reporter.<host>."),
+]
+
+AGENT_OPTS = [
+    cfg.StrOpt("metrics_bind", default="127.0.0.1:9464",
+               help="host:port serving /healthz and Prometheus /metrics (loopback by "
+                    "default; empty disables it)."),
+    cfg.IntOpt("workers", default=8, min=1,
+               help="Concurrent per-node syncs of the agent's work queue."),
+    cfg.FloatOpt("retry_max", default=30.0, min=0.1,
+                 help="Longest backoff, in seconds, before a failed node sync is retried."),
+]
+
 GROUP_OPTS = {
     None: DEFAULT_OPTS,
     "ironic": IRONIC_OPTS,
     "placement": PLACEMENT_OPTS,
     "reconcile": RECONCILE_OPTS,
+    "notifications": NOTIFICATIONS_OPTS,
+    "agent": AGENT_OPTS,
 }
 
 # keystoneauth1 options (auth, session, adapter) for each service we call,

@@ -76,6 +76,13 @@ def wait_until(check, timeout, what):
     raise RuntimeError(f"{what} did not come up within {timeout} s")
 
 
+def wal(db_path):
+    """WAL journaling: readers no longer block the writer, so far fewer
+    "database is locked" answers from a service on sqlite (persists in the file)."""
+    with contextlib.closing(sqlite3.connect(db_path)) as db:
+        db.execute("PRAGMA journal_mode=WAL")
+
+
 def http_ok(url, headers=None):
     req = urllib.request.Request(url, headers=headers or {})
     try:
@@ -218,6 +225,12 @@ class LocalStack:
             f.write("[].\n")
         self.services["rabbitmq"].spawn([f"{RABBIT_BIN}/rabbitmq-server"], env)
         wait_until(lambda: port_open(self.ports["rabbitmq"]), 60, "RabbitMQ")
+        # Bound the agents' listener-pool queues, as an operator would: a pool
+        # whose agent is gone expires after an hour and never holds more than
+        # 100k messages (reconcile repairs whatever is dropped).
+        self.rabbitmqctl("set_policy", "rp-reporter-pools", r"^rp_reporter\.",
+                         '{"expires": 3600000, "max-length": 100000}', "--apply-to", "queues",
+                         check=True)
         log(f"rabbitmq on {self.ports['rabbitmq']}")
 
     def stop_rabbitmq(self):
@@ -245,10 +258,7 @@ class LocalStack:
                         "sqlite_synchronous = false\n")
             subprocess.run([_venv_bin("placement-manage"), "--config-file", conf, "db", "sync"],
                            check=True, capture_output=True)
-            # WAL lets readers run beside the writer; without it concurrent
-            # writers get "database is locked" 500s far more often.
-            with contextlib.closing(sqlite3.connect(os.path.join(conf_dir, "placement.db"))) as db:
-                db.execute("PRAGMA journal_mode=WAL")
+            wal(os.path.join(conf_dir, "placement.db"))
         port = self.ports["placement"]
         # gunicorn, not uwsgi: uwsgi's --http-socket resets keep-alive requests
         # here.  One worker thread: sqlite's deferred transactions cannot take
@@ -271,6 +281,7 @@ class LocalStack:
         if not os.path.exists(os.path.join(conf_dir, "ironic.db")):
             subprocess.run([_venv_bin("ironic-dbsync"), "--config-file", conf, "create_schema"],
                            check=True, capture_output=True)
+            wal(os.path.join(conf_dir, "ironic.db"))
         self.services["ironic"].spawn([_venv_bin("ironic"), "--config-file", conf])
         wait_until(lambda: http_ok(self.ironic_url + "/v1/nodes"), 90, "Ironic")
         log(f"ironic on {port}")
@@ -309,6 +320,9 @@ automated_clean = false
 [oslo_messaging_notifications]
 driver = messagingv2
 transport_url = {transport_url}
+# Without this (default -1: retry forever) every Ironic API call that notifies
+# hangs while the broker is down; rp_reporter's reconcile covers what is dropped.
+retry = 0
 [oslo_concurrency]
 lock_path = {dir}/locks
 """

@@ -42,6 +42,12 @@ class IronicClient:
             scope["shards"] = [self.shard]
         return scope
 
+    def in_scope(self, record):
+        """Whether a node record belongs to this reporter's conductor group and shard."""
+        return ((self.conductor_group is None
+                 or (record.get("conductor_group") or "") == self.conductor_group.lower())
+                and (self.shard is None or record.get("shard") == self.shard))
+
     def list_nodes(self):
         """Every node in scope, as API records (dicts), following pagination."""
         nodes = []

@@ -18,6 +18,7 @@ from rp_reporter.sync.placement import Conflict
 LOG = logging.getLogger(__name__)
 
 NOT_LISTED = object()  # the bulk listing did not show this provider
+USE_CACHE = object()  # no listing at hand: trust the cache (a stale one costs a 409)
 
 
 class Outcome(enum.Enum):
@@ -69,12 +70,29 @@ class ProviderSync:
         with self._lock:
             self._cache.pop(uuid, None)
 
+    def in_step(self, desired, listed):
+        """True when the cache proves Placement already holds ``desired``.
+
+        ``listed`` is the bulk listing's (name, generation), or None.  A cache
+        entry that the listing contradicts is dropped, so the sync re-reads.
+        """
+        if listed is None:
+            return planner.plan(desired, None) == ()
+        with self._lock:
+            cached = self._cache.get(desired.uuid)
+            if cached is None or cached.generation != listed[1]:
+                self._cache.pop(desired.uuid, None)
+                return False
+        return (not planner.needs_usages(desired, cached)
+                and planner.plan(desired, cached) == ())
+
     def _observe(self, uuid, listed_generation):
         if listed_generation is NOT_LISTED:
             return None  # create it; a 409 means it exists and we adopt it
         with self._lock:
             cached = self._cache.get(uuid)
-        if cached is not None and cached.generation == listed_generation:
+        if cached is not None and (listed_generation is USE_CACHE
+                                   or cached.generation == listed_generation):
             return cached
         observed = self.placement.observe(uuid)
         with self._lock:
@@ -99,7 +117,8 @@ class ProviderSync:
         """Make Placement hold ``desired``; returns a Result, raises on non-conflict errors.
 
         ``listed_generation``: the generation the bulk listing showed, NOT_LISTED
-        when it did not show the provider, or None to read it afresh.
+        when it did not show the provider, USE_CACHE to trust the cache, or
+        None to read it afresh.
         """
         uuid = desired.uuid
         for attempt in range(1, self.conflict_retries + 2):
@@ -145,7 +164,9 @@ class ProviderSync:
         if dry_run:
             return Result(uuid, Outcome.DELETED, reason="node is gone from Ironic")
         try:
-            self.placement.delete_provider(uuid)
+            if not self.placement.delete_provider(uuid):
+                self.forget(uuid)
+                return Result(uuid, Outcome.UNCHANGED, reason="node and provider both gone")
         except Conflict as e:
             return Result(uuid, Outcome.KEPT, reason=f"delete refused: {e}")
         self.forget(uuid)

@@ -113,11 +113,34 @@ class Reconciler:
             candidates = [u for u in candidates if u not in existing]
         return candidates
 
+    def note_foreign(self, uuid):
+        """A managed provider whose node exists outside this scope: not ours to delete."""
+        self._foreign.add(uuid)
+
+    def _observe(self, summary):
+        """Both bulk listings -> (desired for owned nodes, listed providers, gone candidates)."""
+        records = self.ironic.list_nodes()
+        listed = self.syncer.placement.list_providers()
+        desired = self._desired(records, summary)
+        in_ironic = {str(r.get("uuid")) for r in records if isinstance(r, dict)}
+        return desired, listed, self._deletion_candidates(listed, in_ironic)
+
+    def drift(self):
+        """The periodic resync of the agent: bulk observation, then only the owned nodes
+        whose provider may differ from desired (and providers whose node may be gone).
+
+        Returns (keys to sync, nodes observed).  The cache decides what is in step,
+        so a fleet with nothing changed yields no keys and no per-provider reads.
+        """
+        desired, listed, gone = self._observe(Summary())
+        keys = [d.uuid for d in desired if not self.syncer.in_step(d, listed.get(d.uuid))]
+        return keys + gone, len(desired)
+
     def _delete_one(self, uuid, dry_run):
         try:
             result = self.syncer.delete_if_gone(uuid, self._node_exists, dry_run)
             if result is None:
-                self._foreign.add(uuid)
+                self.note_foreign(uuid)
             return result
         except Exception as e:
             LOG.error("node %s: delete check failed: %s", uuid, e)
@@ -131,11 +154,7 @@ class Reconciler:
         started = time.monotonic()
         requests_before = collections.Counter(self.syncer.placement.requests)
         summary = Summary()
-        records = self.ironic.list_nodes()
-        listed = self.syncer.placement.list_providers()
-        desired = self._desired(records, summary)
-        in_ironic = {str(r.get("uuid")) for r in records if isinstance(r, dict)}
-        gone = self._deletion_candidates(listed, in_ironic)
+        desired, listed, gone = self._observe(summary)
         summary.nodes = len(desired)
         with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
             futures = [pool.submit(self._sync_one, d, listed, dry_run) for d in desired]

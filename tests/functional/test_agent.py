@@ -1,13 +1,21 @@
-"""rp-reporter-agent as a process: reconciles on its interval, stops cleanly."""
+"""rp-reporter-agent as a real process against real Ironic, Placement and RabbitMQ."""
 
+import concurrent.futures
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 
+import oslo_messaging
 import pytest
+from oslo_config import cfg
 
+from tools import localstack
+
+GOLD = "CUSTOM_BAREMETAL_GOLD"
 pytestmark = pytest.mark.functional
 
 
@@ -15,39 +23,191 @@ def wait_for(check, timeout, what):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{what} within {timeout} s")
+            return time.monotonic()
+        time.sleep(0.05)
+    raise AssertionError(f"not seen within {timeout} s: {what}")
+
+
+class AgentProcess:
+    def __init__(self, stack, shard, tmp_path, name="agent", **sections):
+        self.port = localstack.free_port()
+        sections.setdefault("reconcile", {}).setdefault("interval", 3600)
+        sections.setdefault("agent", {})["metrics_bind"] = f"127.0.0.1:{self.port}"
+        sections.setdefault("ironic", {})["shard"] = shard
+        sections.setdefault("DEFAULT", {})["host"] = name
+        self.conf = tmp_path / f"{name}.conf"
+        self.conf.write_text(stack.reporter_conf(**sections))
+        self.log_path = tmp_path / f"{name}.log"
+        self.proc = None
+
+    def start(self):
+        self.log = open(self.log_path, "a")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "rp_reporter.agent", "--config-file", str(self.conf)],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        wait_for(self.healthy, 30, "agent health endpoint")
+        return self
+
+    def healthy(self):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=1) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def metric(self, name, labels=""):
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
+            text = r.read().decode()
+        pattern = rf"^{re.escape(name)}{re.escape(labels)} (\S+)$"
+        match = re.search(pattern, text, re.M)
+        return float(match.group(1)) if match else 0.0
+
+    def output(self):
+        return self.log_path.read_text()
+
+    def stop(self, sig=signal.SIGTERM):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            return self.proc.wait(15)
+        return self.proc.returncode if self.proc else None
 
 
 @pytest.fixture
-def agent(stack, ironic, tmp_path):
-    conf = tmp_path / "agent.conf"
-    conf.write_text(stack.reporter_conf(ironic={"shard": ironic.shard},
-                                        reconcile={"interval": 1}))
-    log = open(tmp_path / "agent.log", "w+")
-    proc = subprocess.Popen([sys.executable, "-m", "rp_reporter.agent", "--config-file",
-                             str(conf)], stdout=log, stderr=subprocess.STDOUT)
-    yield proc, log
-    if proc.poll() is None:
-        proc.kill()
-    log.close()
+def agents(stack, shard, tmp_path):
+    started = []
+
+    def start(name="agent", scope=None, **sections):
+        agent = AgentProcess(stack, scope or shard, tmp_path, name, **sections).start()
+        started.append(agent)
+        return agent
+    yield start
+    for agent in started:
+        agent.stop(signal.SIGKILL)
 
 
-def test_agent_reconciles_on_its_interval_and_stops_on_sigterm(agent, ironic, placement):
-    proc, log = agent
+def inventory(placement, node):
+    provider = placement.provider(node)
+    return provider and provider["inventories"]
+
+
+def test_fast_path_carries_each_kind_of_change(agents, ironic, placement):
+    agent = agents()  # reconcile every hour: only notifications can carry these
     node = ironic.create()
-    wait_for(lambda: placement.provider(node) is not None, 20, "provider created")
+    wait_for(lambda: inventory(placement, node) == {GOLD: (1, 0, 1)}, 10, "created")
     ironic.set_maintenance(node, True)
-    wait_for(lambda: placement.provider(node)["inventories"] == {
-        "CUSTOM_BAREMETAL_GOLD": (1, 1, 1)}, 20, "maintenance reached Placement")
+    wait_for(lambda: inventory(placement, node) == {GOLD: (1, 1, 1)}, 10, "maintenance")
+    ironic.set_traits(node, ["CUSTOM_FAST"])
+    wait_for(lambda: "CUSTOM_FAST" in placement.provider(node)["traits"], 10, "traits")
+    ironic.set_maintenance(node, False)
+    ironic.set_power(node, "power off")
+    ironic.patch(node, instance_uuid="7f8c5a30-5f5c-4a37-a1b3-0a8d0f1b2c3d")
+    wait_for(lambda: inventory(placement, node) == {GOLD: (1, 1, 1)}, 10, "instance")
+    ironic.patch(node, instance_uuid=None)
+    wait_for(lambda: inventory(placement, node) == {GOLD: (1, 0, 1)}, 10, "instance gone")
+    ironic.set_maintenance(node, True)
+    ironic.delete(node)
+    wait_for(lambda: placement.provider(node) is None, 10, "deleted")
+    assert agent.metric("rp_reporter_notifications_total", '{result="accepted"}') >= 6
+    assert agent.metric("rp_reporter_event_to_write_seconds_count") >= 6
+    assert agent.metric("rp_reporter_placement_writes_total", '{kind="inventories"}') >= 4
+
+
+def test_agents_on_one_topic_each_get_every_message(agents, ironic, placement, stack, shard):
+    from tools import fleet
+    other = fleet.Ironic(stack.ironic_url, shard + "-b")
+    a, b = agents("agent-a", scope=shard), agents("agent-b", scope=other.shard)
+    mine, theirs = ironic.create_many(3), other.create_many(3)
+    for node in mine + theirs:
+        wait_for(lambda n=node: inventory(placement, n) == {GOLD: (1, 0, 1)}, 10, node)
+    for node in mine + theirs:  # pools: neither agent steals the other's events
+        (ironic if node in mine else other).set_maintenance(node, True)
+    for node in mine + theirs:
+        wait_for(lambda n=node: inventory(placement, n) == {GOLD: (1, 1, 1)}, 10, node)
+    # Each saw every event on the topic; each synced only the nodes in its scope.
+    assert a.metric("rp_reporter_notifications_total", '{result="accepted"}') >= 12
+    assert b.metric("rp_reporter_notifications_total", '{result="accepted"}') >= 12
+
+
+def test_burst_of_changes_settles_right(agents, ironic, placement):
+    nodes = ironic.create_many(250, state="enroll")
+    agent = agents()
+    wait_for(lambda: agent.metric("rp_reporter_queue_depth") == 0
+             and all(placement.provider(n) for n in nodes[::25]), 60, "initial sync")
+    # 1,000 changes: four trait sets per node, as fast as Ironic takes them.
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        for round_ in ("CUSTOM_R1", "CUSTOM_R2", "CUSTOM_R3", "CUSTOM_FINAL"):
+            list(pool.map(lambda n, t=round_: ironic.set_traits(n, [t]), nodes))
+
+    def settled():
+        return all("CUSTOM_FINAL" in placement.provider(n)["traits"]
+                   and "CUSTOM_R3" not in placement.provider(n)["traits"] for n in nodes)
+    wait_for(settled, 120, "every node's final traits")
+    assert agent.proc.poll() is None
+
+
+def test_broker_outage_then_fast_path_returns(agents, ironic, placement, stack):
+    node, quiet = ironic.create_many(2)
+    agent = agents(reconcile={"interval": 5, "jitter": 0})
+    wait_for(lambda: inventory(placement, quiet) == {GOLD: (1, 0, 1)}, 15, "initial")
+    stack.stop(["rabbitmq"])
+    outage_started = time.monotonic()
+    ironic.set_maintenance(node, True)  # no bus: only reconcile can carry this
+    wait_for(lambda: inventory(placement, node) == {GOLD: (1, 1, 1)}, 20, "via reconcile")
+    time.sleep(max(0, 30 - (time.monotonic() - outage_started)))
+    assert agent.proc.poll() is None  # no crash
+    stack.start_rabbitmq()
+    before = agent.metric("rp_reporter_notifications_total", '{result="accepted"}')
+
+    def fast_path_back():  # keep nudging until the listener has reconnected
+        ironic.set_traits(quiet, [f"CUSTOM_T{int(time.monotonic())}"])
+        return agent.metric("rp_reporter_notifications_total", '{result="accepted"}') > before
+    wait_for(fast_path_back, 90, "notifications flowing again")
+    assert "Traceback" not in agent.output()
+
+
+def test_sigterm_exits_0_quickly_and_a_restart_converges(agents, ironic, placement):
+    node = ironic.create()
+    agent = agents()
+    wait_for(lambda: inventory(placement, node) == {GOLD: (1, 0, 1)}, 10, "created")
     started = time.monotonic()
-    proc.send_signal(signal.SIGTERM)
-    assert proc.wait(10) == 0
+    assert agent.stop() == 0
     assert time.monotonic() - started < 10
-    log.seek(0)
-    output = log.read()
-    assert "stopped" in output and "Traceback" not in output
+    assert "stopped" in agent.output()
+    ironic.set_maintenance(node, True)  # while no agent runs
+    agent.start()
+    wait_for(lambda: inventory(placement, node) == {GOLD: (1, 1, 1)}, 15, "converged")
+
+
+def test_bad_notifications_are_dropped_and_good_ones_still_served(agents, ironic, placement,
+                                                                  stack):
+    agent = agents()
+    conf = cfg.ConfigOpts()
+    oslo_messaging.set_transport_defaults(control_exchange="ironic")  # publish as Ironic does
+    transport = oslo_messaging.get_notification_transport(conf, url=stack.transport_url)
+    notifier = oslo_messaging.Notifier(transport, publisher_id="test",
+                                       driver="messagingv2",
+                                       topics=["ironic_versioned_notifications"])
+    bad_payloads = ["not an object", {}, {"ironic_object.data": "x"},
+                    {"ironic_object.data": {"uuid": "../../etc/passwd"}},
+                    {"ironic_object.data": {"uuid": 12}},
+                    {"ironic_object.data": {f"k{i}": "x" * 4000 for i in range(250)}}]
+    for payload in bad_payloads:
+        notifier.info({}, "baremetal.node.update.end", payload)
+    notifier.info({}, "baremetal.node.nonsense.end", {"ironic_object.data": {}})
+    wait_for(lambda: agent.metric("rp_reporter_notifications_total", '{result="invalid"}')
+             == len(bad_payloads), 10, "bad messages counted")
+    node = ironic.create()
+    wait_for(lambda: inventory(placement, node) == {GOLD: (1, 0, 1)}, 10, "good event served")
+    assert agent.proc.poll() is None
+    assert agent.output().count("dropped notification") == len(bad_payloads)
+    transport.cleanup()
+
+
+def test_without_transport_url_the_agent_says_so(agents, ironic, placement):
+    agent = agents(notifications={"transport_url": ""}, reconcile={"interval": 1})
+    node = ironic.create()
+    wait_for(lambda: inventory(placement, node) == {GOLD: (1, 0, 1)}, 15, "via reconcile")
+    assert "reconcile loop only" in agent.output()
 
 
 def test_agent_refuses_bad_configuration(tmp_path):

@@ -1,0 +1,73 @@
+"""Prometheus metrics and the /healthz + /metrics endpoint of the agent."""
+
+import threading
+import wsgiref.simple_server
+from socketserver import ThreadingMixIn
+
+import prometheus_client as prom
+
+LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2, 5, 10, 30)
+
+
+class Metrics:
+    def __init__(self):
+        r = self.registry = prom.CollectorRegistry()
+        self.queue_depth = prom.Gauge("rp_reporter_queue_depth",
+                                      "Nodes waiting to be synced.", registry=r)
+        self.event_to_write = prom.Histogram(
+            "rp_reporter_event_to_write_seconds",
+            "From an Ironic notification being sent to Placement matching it.",
+            buckets=LATENCY_BUCKETS, registry=r)
+        self.writes = prom.Counter("rp_reporter_placement_writes",
+                                   "Placement writes, by kind.", ["kind"], registry=r)
+        self.conflicts = prom.Counter("rp_reporter_generation_conflicts",
+                                      "Writes refused for a stale generation, re-planned.",
+                                      registry=r)
+        self.failures = prom.Counter("rp_reporter_sync_failures",
+                                     "Per-node syncs that failed, by reason.", ["reason"],
+                                     registry=r)
+        self.notifications = prom.Counter("rp_reporter_notifications",
+                                          "Notifications received, by result.", ["result"],
+                                          registry=r)
+        self.nodes_owned = prom.Gauge("rp_reporter_nodes_owned",
+                                      "Nodes this agent is responsible for.", registry=r)
+        self.reconcile_seconds = prom.Gauge("rp_reporter_last_reconcile_seconds",
+                                            "Duration of the last reconcile observation.",
+                                            registry=r)
+        self.reconcile_drift = prom.Gauge("rp_reporter_last_reconcile_drift",
+                                          "Nodes the last reconcile found out of step.",
+                                          registry=r)
+
+    def record_sync(self, result):
+        for op in result.ops:
+            self.writes.labels(op.kind).inc()
+        if result.attempts > 1:
+            self.conflicts.inc(result.attempts - 1)
+
+
+class _ThreadingWSGIServer(ThreadingMixIn, wsgiref.simple_server.WSGIServer):
+    daemon_threads = True
+
+
+class _QuietHandler(wsgiref.simple_server.WSGIRequestHandler):
+    def log_message(self, *args):  # scrapes are not news
+        pass
+
+
+def serve(metrics, healthy, bind):
+    """Serve /healthz (200 when ``healthy()``, else 503) and /metrics on "host:port"."""
+    metrics_app = prom.make_wsgi_app(metrics.registry)
+
+    def app(environ, start_response):
+        if environ.get("PATH_INFO") == "/healthz":
+            ok, detail = healthy()
+            start_response("200 OK" if ok else "503 Service Unavailable",
+                           [("Content-Type", "text/plain")])
+            return [detail.encode()]
+        return metrics_app(environ, start_response)
+
+    host, _, port = bind.rpartition(":")
+    server = wsgiref.simple_server.make_server(host.strip("[]") or "127.0.0.1", int(port), app,
+                                               _ThreadingWSGIServer, _QuietHandler)
+    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
+    return server

@@ -1,0 +1,139 @@
+"""A de-duplicating work queue of node uuids with a bounded worker pool.
+
+The controller pattern: events and the periodic resync only say *which* node
+to look at; one sync function makes Placement match it.  A key queued many
+times while waiting is synced once; a key queued while its sync runs is synced
+again afterwards (the newer state is never skipped); a failed sync is retried
+with exponential backoff until it succeeds or ``wanted(key)`` says no (the
+node is no longer owned).  A restart loses nothing: reconcile rebuilds it.
+"""
+
+import heapq
+import logging
+import random
+import threading
+import time
+
+LOG = logging.getLogger(__name__)
+
+
+class WorkQueue:
+    def __init__(self, sync, workers=8, wanted=None, backoff_base=0.2, backoff_max=30.0,
+                 on_done=None):
+        self._sync = sync
+        self._wanted = wanted or (lambda key: True)
+        self._on_done = on_done  # (key, first_queued_at, ok) -> None, for metrics
+        self._backoff_base, self._backoff_max = backoff_base, backoff_max
+        self._cond = threading.Condition()
+        self._ready = []  # FIFO of keys ready now (kept in order, unique via _queued)
+        self._queued = {}  # key -> first time it was queued (for latency)
+        self._delayed = []  # heap of (due, key) for retries
+        self._failures = {}  # key -> consecutive failures
+        self._running = set()
+        self._dirty = set()  # queued while running: run again afterwards
+        self._stopping = False
+        self._paused = False
+        self._threads = [threading.Thread(target=self._work, name=f"sync-{i}", daemon=True)
+                         for i in range(workers)]
+
+    def start(self):
+        for t in self._threads:
+            t.start()
+        return self
+
+    # -- producers ------------------------------------------------------
+    def add(self, key, queued_at=None):
+        queued_at = queued_at or time.time()
+        with self._cond:
+            if key in self._running:
+                self._dirty.add(key)
+                self._queued[key] = min(self._queued.get(key, queued_at), queued_at)
+                return
+            if key in self._queued:
+                self._queued[key] = min(self._queued[key], queued_at)
+                return
+            self._queued[key] = queued_at
+            self._ready.append(key)
+            self._cond.notify()
+
+    def depth(self):
+        with self._cond:
+            return len(self._queued) + len(self._delayed)
+
+    def idle(self):
+        with self._cond:
+            return not (self._queued or self._delayed or self._running)
+
+    def pause(self, paused=True):
+        """Fencing: while paused, workers take nothing (writes stop)."""
+        with self._cond:
+            self._paused = paused
+            self._cond.notify_all()
+
+    def stop(self, timeout=10):
+        """Let in-flight syncs finish; drop the rest (reconcile rebuilds it)."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        deadline = time.monotonic() + timeout
+        for t in self._threads:
+            t.join(max(0, deadline - time.monotonic()))
+
+    # -- workers --------------------------------------------------------
+    def _promote_due(self, now):
+        while self._delayed and self._delayed[0][0] <= now:
+            _, key = heapq.heappop(self._delayed)
+            if key not in self._ready and key not in self._running:
+                self._ready.append(key)
+
+    def _take(self):
+        with self._cond:
+            while True:
+                if self._stopping:
+                    return None
+                self._promote_due(time.monotonic())
+                if self._ready and not self._paused:
+                    key = self._ready.pop(0)
+                    self._running.add(key)
+                    return key, self._queued.get(key, time.time())
+                timeout = None
+                if self._delayed:
+                    timeout = max(0.0, self._delayed[0][0] - time.monotonic())
+                self._cond.wait(timeout if timeout is not None else 1.0)
+
+    def _finish(self, key, ok):
+        with self._cond:
+            self._running.discard(key)
+            if ok:
+                self._failures.pop(key, None)
+            if key in self._dirty:  # changed again while we synced: go again now
+                self._dirty.discard(key)
+                self._ready.append(key)
+                self._cond.notify()
+            elif ok:
+                self._queued.pop(key, None)
+            elif self._wanted(key):
+                failures = self._failures[key] = self._failures.get(key, 0) + 1
+                delay = min(self._backoff_max, self._backoff_base * 2 ** (failures - 1))
+                heapq.heappush(self._delayed,
+                               (time.monotonic() + random.uniform(delay / 2, delay), key))
+                self._cond.notify()
+            else:
+                self._queued.pop(key, None)
+                self._failures.pop(key, None)
+
+    def _work(self):
+        while True:
+            taken = self._take()
+            if taken is None:
+                return
+            key, queued_at = taken
+            ok = False
+            try:
+                # A key no longer wanted (not owned) is done: nothing to retry.
+                ok = not self._wanted(key) or self._sync(key) is not False
+            except Exception as e:
+                LOG.warning("node %s: sync failed, will retry: %s", key, e)
+            self._finish(key, ok)
+            if self._on_done:
+                self._on_done(key, queued_at, ok)

@@ -1,0 +1,111 @@
+import threading
+import time
+
+from rp_reporter.sync.queue import WorkQueue
+
+
+def wait_idle(queue, timeout=5):
+    deadline = time.monotonic() + timeout
+    while not queue.idle():
+        assert time.monotonic() < deadline, "queue did not drain"
+        time.sleep(0.01)
+
+
+def test_a_key_queued_many_times_while_waiting_syncs_once():
+    calls = []
+    gate = threading.Event()
+
+    def sync(key):
+        gate.wait()
+        calls.append(key)
+
+    q = WorkQueue(sync, workers=1)
+    q.add("blocker")
+    q.start()
+    time.sleep(0.05)  # the worker is now inside sync("blocker")
+    for _ in range(50):
+        q.add("a")
+    assert q.depth() == 2
+    gate.set()
+    wait_idle(q)
+    q.stop()
+    assert calls == ["blocker", "a"]
+
+
+def test_a_key_queued_during_its_own_sync_runs_again():
+    calls = []
+    in_sync = threading.Event()
+    release = threading.Event()
+
+    def sync(key):
+        calls.append(key)
+        if len(calls) == 1:
+            in_sync.set()
+            release.wait()
+
+    q = WorkQueue(sync, workers=2).start()
+    q.add("a")
+    in_sync.wait(2)
+    q.add("a")  # a newer change arrived while the first sync ran
+    release.set()
+    wait_idle(q)
+    q.stop()
+    assert calls == ["a", "a"]
+
+
+def test_failures_retry_with_backoff_until_success():
+    attempts = []
+
+    def sync(key):
+        attempts.append(time.monotonic())
+        if len(attempts) < 3:
+            raise RuntimeError("placement down")
+
+    q = WorkQueue(sync, workers=1, backoff_base=0.05).start()
+    q.add("a")
+    wait_idle(q)
+    q.stop()
+    assert len(attempts) == 3
+    gaps = [b - a for a, b in zip(attempts, attempts[1:], strict=False)]
+    assert gaps[0] >= 0.02 and gaps[1] >= 0.04  # jittered in [d/2, d], d doubling
+
+
+def test_a_failed_key_no_longer_wanted_is_dropped():
+    wanted = {"a": True}
+    attempts = []
+
+    def sync(key):
+        attempts.append(key)
+        wanted["a"] = False  # ownership moved away while we failed
+        return False
+
+    q = WorkQueue(sync, workers=1, wanted=lambda k: wanted[k], backoff_base=0.01).start()
+    q.add("a")
+    wait_idle(q)
+    q.stop()
+    assert attempts == ["a"]
+
+
+def test_paused_queue_takes_nothing_until_resumed():
+    calls = []
+    q = WorkQueue(calls.append, workers=2).start()
+    q.pause()
+    q.add("a")
+    time.sleep(0.1)
+    assert calls == [] and q.depth() == 1
+    q.pause(False)
+    wait_idle(q)
+    q.stop()
+    assert calls == ["a"]
+
+
+def test_done_callback_reports_first_queue_time():
+    seen = []
+    q = WorkQueue(lambda key: None, workers=1,
+                  on_done=lambda key, queued_at, ok: seen.append((key, queued_at, ok)))
+    q.add("a", queued_at=100.0)
+    q.add("a", queued_at=50.0)  # coalesced: the earlier time is kept
+    q.start()
+    wait_idle(q)
+    q.stop()
+    assert seen == [("a", 50.0, True)]
