@@ -23,8 +23,10 @@ import warnings
 from oslo_config import cfg
 
 from rp_reporter import conf as rp_conf
+from rp_reporter import membership as rp_membership
 from rp_reporter import metrics as rp_metrics
 from rp_reporter import model
+from rp_reporter import ring as rp_ring
 from rp_reporter import wiring
 from rp_reporter.sync import placement as placement_sync
 from rp_reporter.sync import provider
@@ -70,13 +72,42 @@ class Agent:
                                           on_done=self._synced)
         self.ironic_dep, self.placement_dep = Dependency("Ironic"), Dependency("Placement")
         self.stopping = threading.Event()
+        self.wake = threading.Event()  # resync now (start, membership change, stop)
         self.ready = threading.Event()  # listener bound: events from now on are seen
         self.listener = None
         self.last_reconcile = None
+        self.membership = rp_membership.from_conf(conf)
+        self._event_sent_at = {}  # uuid -> earliest notification not yet synced
+        self._event_lock = threading.Lock()
+        self.ring = self._ring({conf.host})
 
-    # -- ownership (the hash ring plugs in here) --------------------------
+    # -- ownership ------------------------------------------------------------
+    def _ring(self, members):
+        return rp_ring.Ring(members, partitions=self.conf.ring.partitions,
+                            hash_function=self.conf.ring.hash_algorithm)
+
     def owns(self, uuid):
-        return True
+        """This agent syncs the node: it is a live, unfenced member and the ring says so."""
+        return not self.membership.fenced and self.ring.owner(uuid) == self.conf.host
+
+    def watch_membership(self):
+        """Renew membership every heartbeat; on a change, rebuild the ring and resync
+        at once (newly owned nodes are synced; released ones are left alone)."""
+        was_fenced = False
+        while not self.stopping.is_set():
+            members = self.membership.tick()
+            fenced = self.membership.fenced
+            if fenced != was_fenced:
+                self.queue.pause(fenced)
+                LOG.warning("fenced: writes stopped" if fenced else "unfenced: writes resume")
+                was_fenced = fenced
+                if not fenced:
+                    self.wake.set()
+            if members and members != self.ring.members:
+                LOG.info("ring members now %s", sorted(members))
+                self.ring = self._ring(members)
+                self.wake.set()
+            self.stopping.wait(self.conf.coordination.heartbeat)
 
     # -- producers ---------------------------------------------------------
     def on_notification(self, uuid, event_type, sent_at):
@@ -84,7 +115,10 @@ class Agent:
             self.metrics.notifications.labels("not_owned").inc()
             return
         self.metrics.notifications.labels("accepted").inc()
-        self.queue.add(uuid, queued_at=sent_at)
+        sent_at = sent_at or time.time()
+        with self._event_lock:
+            self._event_sent_at[uuid] = min(sent_at, self._event_sent_at.get(uuid, sent_at))
+        self.queue.add(uuid)
 
     def on_bad_notification(self, reason):
         self.metrics.notifications.labels("invalid").inc()
@@ -149,8 +183,11 @@ class Agent:
         return True
 
     def _synced(self, key, queued_at, ok):
-        if ok:
-            self.metrics.event_to_write.observe(max(0.0, time.time() - queued_at))
+        if ok:  # only notification-driven syncs count as event-to-write
+            with self._event_lock:
+                sent_at = self._event_sent_at.pop(key, None)
+            if sent_at is not None:
+                self.metrics.event_to_write.observe(max(0.0, time.time() - sent_at))
         self.metrics.queue_depth.set(self.queue.depth())
 
     # -- lifecycle ---------------------------------------------------------
@@ -159,6 +196,8 @@ class Agent:
             return False, "stopping"
         if not self.ready.is_set():
             return False, "starting"
+        if self.membership.fenced:
+            return False, "fenced: membership not renewed"
         if self.placement_dep.down_since or self.ironic_dep.down_since:
             return False, "a dependency is unavailable"
         return True, "ok"
@@ -166,6 +205,7 @@ class Agent:
     def stop(self, signum=None, frame=None):
         LOG.info("stopping (signal %s)", signum)
         self.stopping.set()
+        self.wake.set()
 
     def reload(self, signum=None, frame=None):
         self.conf.mutate_config_files()
@@ -201,17 +241,24 @@ class Agent:
                 LOG.error("cannot serve [agent] metrics_bind = %s: %s",
                           self.conf.agent.metrics_bind, e)
                 return 2
+        self.membership.start()
+        self.membership.tick()
+        self.ring = self._ring(self.membership.members() or {self.conf.host})
+        threading.Thread(target=self.watch_membership, name="membership", daemon=True).start()
         self.queue.start()
         self.start_listener()
         self.ready.set()
         while not self.stopping.is_set():
-            self.resync()
-            self.stopping.wait(self.next_wait())
+            self.wake.clear()
+            if not self.membership.fenced:
+                self.resync()
+            self.wake.wait(self.next_wait())
         if self.listener:
             self.listener.stop()
-        self.queue.stop(timeout=7)
+        self.queue.stop(timeout=6)
         if self.listener:
             self.listener.wait()
+        self.membership.stop()
         LOG.info("agent %s stopped", self.conf.host)
         return 0
 

@@ -73,6 +73,30 @@ AGENT_OPTS = [
                  help="Longest backoff, in seconds, before a failed node sync is retried."),
 ]
 
+COORDINATION_OPTS = [
+    cfg.StrOpt("backend_url", secret=True,
+               help="tooz URL of the group the agents join: redis://, etcd3+http://, "
+                    "zookeeper://, kubernetes://, or file://DIR on one machine. Unset (and "
+                    "no [ring] peer_list): this agent is alone and owns every node."),
+    cfg.StrOpt("group", default="rp_reporter",
+               help="Group name; agents in one group share the nodes."),
+    cfg.FloatOpt("heartbeat", default=1.0, min=0.1,
+                 help="Seconds between membership renewals."),
+    cfg.FloatOpt("lease", default=10.0, min=1.0,
+                 help="Seconds without renewal after which a member is dropped (and after "
+                      "which, less one heartbeat, it stops writing)."),
+]
+
+RING_OPTS = [
+    cfg.IntOpt("partitions", default=1024, min=1,
+               help="Hash ring partitions per member (more: better balance)."),
+    cfg.StrOpt("hash_algorithm", default="sha256",
+               help="hashlib algorithm of the ring (sha256 works under FIPS)."),
+    cfg.ListOpt("peer_list", default=[],
+                help="Static ring members (hosts), used when no [coordination] "
+                     "backend_url is set. This agent's host is always a member."),
+]
+
 GROUP_OPTS = {
     None: DEFAULT_OPTS,
     "ironic": IRONIC_OPTS,
@@ -80,6 +104,8 @@ GROUP_OPTS = {
     "reconcile": RECONCILE_OPTS,
     "notifications": NOTIFICATIONS_OPTS,
     "agent": AGENT_OPTS,
+    "coordination": COORDINATION_OPTS,
+    "ring": RING_OPTS,
 }
 
 # keystoneauth1 options (auth, session, adapter) for each service we call,

@@ -1,20 +1,36 @@
-"""Reconcile benchmark on the real local stack; prints figures, asserts nothing.
+"""Benchmarks on the real local stack; they print figures and assert nothing.
 
-    tox -e bench -- --nodes 1000          (or: python -m tools.bench --nodes 1000)
+    tox -e bench                               # all of them
+    tox -e bench -- reconcile --nodes 1000
+    tox -e bench -- latency --nodes 1000 --toggles 200
 
-Loads N nodes into a fresh Ironic (enroll state, two classes, every tenth
-with a trait), then measures: the initial reconcile,
-a pass with nothing changed (warm, same process), the same from a new
-process (cold cache), and a drift of 1% of the nodes.  Figures go to stdout
-as a table and to --json.
+reconcile: loads N nodes into a fresh Ironic (enroll state, two classes,
+every tenth with a trait), then measures the initial reconcile, a pass with
+nothing changed (warm, same process), the same from a new process (cold
+cache), and a drift of 1% of the nodes.
+
+latency: N nodes (of which --available go through to 'available', so a
+maintenance toggle changes what Placement must show), one rp-reporter-agent
+with notifications; toggles maintenance one node at a time and times each
+from the Ironic API call returning to Placement showing the new reserved
+value (polled), plus the agent's own event-to-write histogram.
+
+Figures go to stdout as tables and to bench-results/*.json.
 """
 
 import argparse
 import concurrent.futures
+import contextlib
 import json
 import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
+import urllib.request
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
@@ -43,11 +59,7 @@ def figures(label, summary, nodes):
             "failed": len(summary.failures)}
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=1000)
-    parser.add_argument("--json", default="bench-results/reconcile.json")
-    args = parser.parse_args(argv)
+def bench_reconcile(args):
     workdir = tempfile.mkdtemp(prefix="rp-bench-")
     stack = localstack.LocalStack(workdir)
     results = []
@@ -74,15 +86,112 @@ def main(argv=None):
         results.append(figures(f"drift of {len(drift)} nodes", summary, len(nodes)))
     finally:
         stack.stop()
-    columns = ("pass", "seconds", "writes", "writes_per_node", "reads", "failed")
+    print_table(results, ("pass", "seconds", "writes", "writes_per_node", "reads", "failed"))
+    save(results, "reconcile")
+
+
+def print_table(rows, columns):
     print("  ".join(f"{c:>24}" if i == 0 else f"{c:>15}" for i, c in enumerate(columns)))
-    for row in results:
+    for row in rows:
         print("  ".join(f"{row[c]!s:>24}" if i == 0 else f"{row[c]!s:>15}"
-                        for i, c in enumerate(columns)))
-    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
-    with open(args.json, "w") as f:
+                        for i, c in enumerate(columns)), flush=True)
+
+
+def save(results, name):
+    path = os.path.join("bench-results", f"{name}.json")
+    os.makedirs("bench-results", exist_ok=True)
+    with open(path, "w") as f:
         json.dump(results, f, indent=2)
-    print(f"saved {args.json}")
+    print(f"saved {path}")
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def scrape(port, name):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+        return {line.split(" ")[0]: float(line.split(" ")[1])
+                for line in resp.read().decode().splitlines()
+                if line.startswith(name)}
+
+
+def bench_latency(args):
+    workdir = tempfile.mkdtemp(prefix="rp-bench-")
+    stack = localstack.LocalStack(workdir)
+    agent = None
+    try:
+        stack.start(["rabbitmq", "placement", "ironic"])
+        ironic = fleet.Ironic(stack.ironic_url, "bench")
+        placement = fleet.Placement(stack.placement_url)
+        live = ironic.create_many(args.available)
+        load_nodes(ironic, args.nodes - args.available)
+        port = localstack.free_port()
+        conf_path = os.path.join(workdir, "agent.conf")
+        with open(conf_path, "w") as f:
+            f.write(stack.reporter_conf(ironic={"shard": "bench"}, reconcile={"interval": 3600},
+                                        agent={"metrics_bind": f"127.0.0.1:{port}"}))
+        agent = subprocess.Popen([sys.executable, "-m", "rp_reporter.agent", "--config-file",
+                                  conf_path], stdout=subprocess.DEVNULL,
+                                 stderr=open(os.path.join(workdir, "agent.log"), "w"))
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:  # initial sync done: every node has a provider
+            time.sleep(1)
+            with contextlib.suppress(OSError, ValueError):
+                if scrape(port, "rp_reporter_queue_depth").get("rp_reporter_queue_depth") == 0 \
+                        and all(placement.provider(n) for n in live[:: 10]):
+                    break
+        print(f"{args.nodes} nodes synced; toggling maintenance {args.toggles} times", flush=True)
+        state = {n: False for n in live}
+        latencies = []
+        for _ in range(args.toggles):
+            node = random.choice(live)
+            state[node] = not state[node]
+            want = int(state[node])
+            ironic.set_maintenance(node, state[node])
+            returned = time.monotonic()
+            while time.monotonic() - returned < 10:
+                inv = placement.provider_inventories(node)
+                if inv and inv["CUSTOM_BAREMETAL_GOLD"]["reserved"] == want:
+                    break
+                time.sleep(0.005)
+            latencies.append(time.monotonic() - returned)
+        hist = scrape(port, "rp_reporter_event_to_write_seconds")
+        count = hist.get("rp_reporter_event_to_write_seconds_count", 0)
+        result = {
+            "nodes": args.nodes, "toggles": len(latencies),
+            "p50_ms": round(1000 * percentile(latencies, 50), 1),
+            "p90_ms": round(1000 * percentile(latencies, 90), 1),
+            "p99_ms": round(1000 * percentile(latencies, 99), 1),
+            "max_ms": round(1000 * max(latencies), 1),
+            "mean_ms": round(1000 * statistics.mean(latencies), 1),
+            "agent_event_to_write_mean_ms": round(
+                1000 * hist.get("rp_reporter_event_to_write_seconds_sum", 0) / max(count, 1), 1),
+        }
+        print_table([{"measure": k, "value": v} for k, v in result.items()], ("measure", "value"))
+        save(result, "latency")
+    finally:
+        if agent:
+            agent.send_signal(signal.SIGTERM)
+            agent.wait(15)
+        stack.stop()
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="bench")
+    rec = sub.add_parser("reconcile")
+    rec.add_argument("--nodes", type=int, default=1000)
+    lat = sub.add_parser("latency")
+    lat.add_argument("--nodes", type=int, default=1000)
+    lat.add_argument("--available", type=int, default=100)
+    lat.add_argument("--toggles", type=int, default=200)
+    args = parser.parse_args(argv)
+    if args.bench in (None, "reconcile"):
+        bench_reconcile(args if args.bench else rec.parse_args([]))
+    if args.bench in (None, "latency"):
+        bench_latency(args if args.bench else lat.parse_args([]))
 
 
 if __name__ == "__main__":

@@ -123,6 +123,11 @@ class Placement:
                                 for rc, i in inv["inventories"].items()},
                 "traits": set(traits["traits"])}
 
+    def provider_inventories(self, rp):
+        """One read: the inventories, or None (for tight polling)."""
+        resp = self.http.get(f"{self.url}/resource_providers/{rp}/inventories", timeout=30)
+        return resp.json()["inventories"] if resp.status_code == 200 else None
+
     def allocate(self, rp, resource_class):
         consumer = str(uuid.uuid4())
         self._call("PUT", f"/allocations/{consumer}", json={

@@ -31,4 +31,5 @@ def test_local_stack_style_config_loads(tmp_path):
 
 def test_every_option_group_is_in_the_sample():
     groups = {group for group, _ in rp_conf.list_opts()}
-    assert groups == {"DEFAULT", "ironic", "placement", "reconcile", "notifications", "agent"}
+    assert groups == {"DEFAULT", "ironic", "placement", "reconcile", "notifications", "agent",
+                      "coordination", "ring"}

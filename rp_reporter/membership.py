@@ -1,0 +1,205 @@
+"""Who is alive: this agent's membership in a tooz group, and fencing.
+
+Any tooz backend works (redis://, etcd3+http://, zookeeper://, kubernetes://,
+file://DIR on one machine); ``[ring] peer_list`` is the static alternative
+with no backend, and with neither an agent is alone.  All three answer the
+same two questions, so the agent never knows which one runs.
+
+Fencing: the backend drops a member whose heartbeats stop for ``lease``
+seconds, and the others then take its nodes.  A member that cannot renew
+stops writing before that moment (``lease - heartbeat`` after its last good
+renewal), so two live writers for one node last no longer than one lease.
+"""
+
+import logging
+import os
+import threading
+import time
+import urllib.parse
+
+from tooz import coordination
+
+LOG = logging.getLogger(__name__)
+
+
+class Alone:
+    """No backend, no peers: this agent owns every node."""
+
+    def __init__(self, member_id):
+        self.member_id = member_id
+
+    def start(self):
+        return self
+
+    def tick(self):
+        return {self.member_id}
+
+    @property
+    def fenced(self):
+        return False
+
+    def members(self):
+        return {self.member_id}
+
+    def stop(self):
+        pass
+
+
+class StaticPeers(Alone):
+    """``[ring] peer_list``: a fixed set of members, no liveness."""
+
+    def __init__(self, member_id, peers):
+        super().__init__(member_id)
+        self._members = set(peers) | {member_id}
+
+    def tick(self):
+        return set(self._members)
+
+    def members(self):
+        return set(self._members)
+
+
+def with_timeout(url, lease):
+    """The backend URL with tooz's membership timeout set to the lease, unless given."""
+    parts = urllib.parse.urlsplit(url)
+    query = urllib.parse.parse_qs(parts.query)
+    if "timeout" not in query:
+        query["timeout"] = [str(int(lease))]
+    return urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query, doseq=True)))
+
+
+class Group:
+    """Membership in a tooz group with heartbeats, a lease and fencing."""
+
+    def __init__(self, backend_url, group, member_id, heartbeat=1.0, lease=10.0,
+                 capabilities=b""):
+        self.url = with_timeout(backend_url, lease)
+        self.group = group.encode()
+        self.member_id = member_id
+        self.heartbeat, self.lease = heartbeat, lease
+        self._capabilities = capabilities
+        self._coordinator = None
+        self._last_renewal = None
+        self._members = set()
+        self._outage_logged = False
+        self._lock = threading.Lock()
+
+    def _join(self):
+        with self._lock:
+            if self._coordinator is None:
+                self._coordinator = coordination.get_coordinator(self.url,
+                                                                 self.member_id.encode())
+                self._coordinator.start(start_heart=False)
+            try:
+                self._coordinator.create_group(self.group).get()
+            except coordination.GroupAlreadyExist:
+                pass
+            try:
+                self._coordinator.join_group(self.group, self._capabilities).get()
+            except coordination.MemberAlreadyExist:
+                # A record left by this member's previous life (a crash): replace
+                # it, or some drivers (file://) never renew it for this process.
+                self._coordinator.leave_group(self.group).get()
+                self._coordinator.join_group(self.group, self._capabilities).get()
+
+    def start(self):
+        """Join (retried by tick() if the backend is not there yet)."""
+        try:
+            self._join()
+            self._last_renewal = time.monotonic()
+        except coordination.ToozError as e:
+            LOG.error("cannot join group %s at %s: %s", self.group.decode(),
+                      _safe(self.url), e)
+        return self
+
+    def tick(self):
+        """Renew and read the live members; returns them ({} while fenced)."""
+        try:
+            if self._last_renewal is None:
+                self._join()
+            self._coordinator.heartbeat()
+            try:
+                members = {m.decode() for m in
+                           self._coordinator.get_members(self.group).get()}
+            except coordination.GroupNotCreated:  # the backend lost its data
+                members = set()
+            if self.member_id not in members:  # expired while cut off: join again
+                self._join()
+                members.add(self.member_id)
+            self._last_renewal = time.monotonic()
+            self._members = members
+            if self._outage_logged:
+                LOG.warning("coordination backend reachable again; member of %s",
+                            self.group.decode())
+                self._outage_logged = False
+        except coordination.ToozError as e:
+            if not self._outage_logged:
+                LOG.error("cannot renew membership (%s); %s", e,
+                          "writes stop until it is renewed" if self.fenced
+                          else f"writes stop in {self._time_left():.0f} s unless renewed")
+                self._outage_logged = True
+        return set() if self.fenced else set(self._members)
+
+    def _time_left(self):
+        if self._last_renewal is None:
+            return 0.0
+        return self.lease - self.heartbeat - (time.monotonic() - self._last_renewal)
+
+    @property
+    def fenced(self):
+        return self._time_left() <= 0
+
+    def members(self):
+        return set(self._members)
+
+    def stop(self):
+        if self._coordinator is None:
+            return
+        try:
+            self._coordinator.leave_group(self.group).get()
+        except coordination.ToozError as e:
+            LOG.warning("could not leave group %s: %s", self.group.decode(), e)
+        finally:
+            try:
+                self._coordinator.stop()
+            except coordination.ToozError:
+                pass
+
+
+def _safe(url):
+    """A URL fit for a log line: no password."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    return url
+
+
+def live_members(conf):
+    """(members, how they are known) as configured, without joining: for the CLI."""
+    if conf.coordination.backend_url:
+        observer = coordination.get_coordinator(
+            with_timeout(conf.coordination.backend_url, conf.coordination.lease),
+            f"rp-reporter-cli-{os.getpid()}".encode())
+        observer.start(start_heart=False)
+        try:
+            members = observer.get_members(conf.coordination.group.encode()).get()
+        except coordination.GroupNotCreated:
+            members = set()
+        finally:
+            observer.stop()
+        return {m.decode() for m in members}, "alive"
+    if conf.ring.peer_list:
+        return set(conf.ring.peer_list) | {conf.host}, "static (liveness not tracked)"
+    return {conf.host}, "alone"
+
+
+def from_conf(conf):
+    """The membership this configuration asks for."""
+    if conf.coordination.backend_url:
+        return Group(conf.coordination.backend_url, conf.coordination.group, conf.host,
+                     heartbeat=conf.coordination.heartbeat, lease=conf.coordination.lease,
+                     capabilities=conf.host.encode())
+    if conf.ring.peer_list:
+        return StaticPeers(conf.host, conf.ring.peer_list)
+    return Alone(conf.host)

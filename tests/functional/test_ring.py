@@ -1,0 +1,124 @@
+"""Several agents share the fleet through a hash ring on a real coordination
+backend (Redis, and tooz's file driver); any of them can die."""
+
+import json
+import signal
+import time
+
+import pytest
+
+from tests.functional.test_agent import AgentProcess
+from tests.functional.test_agent import wait_for
+from tools import bench
+
+pytestmark = pytest.mark.functional
+LEASE = 4
+
+
+@pytest.fixture(params=["redis", "file"])
+def backend(request, stack, tmp_path):
+    if request.param == "redis":
+        return stack.redis_url
+    return f"file://{tmp_path}/coordination"
+
+
+@pytest.fixture
+def fleet_of(stack, shard, tmp_path, backend):
+    started = []
+
+    def start(count, **extra):
+        agents = []
+        for i in range(count):
+            agent = AgentProcess(stack, shard, tmp_path, f"agent-{i}",
+                                 coordination={"backend_url": backend, "lease": LEASE,
+                                               "heartbeat": 0.5},
+                                 reconcile={"interval": 3600}, **extra)
+            agents.append(agent.start())
+        started.extend(agents)
+        return agents
+    yield start
+    for agent in started:
+        agent.stop(signal.SIGKILL)
+
+
+def owned(agents):
+    return [a.metric("rp_reporter_nodes_owned") for a in agents]
+
+
+def wait_settled(agents, placement, nodes, total):
+    """Every live agent has reconciled with the current ring, owns a share, and is idle."""
+    def settled():
+        live = [a for a in agents if a.proc.poll() is None]
+        shares = owned(live)
+        return (sum(shares) == total and all(shares)
+                and all(a.metric("rp_reporter_last_reconcile_seconds") > 0
+                        and a.metric("rp_reporter_queue_depth") == 0 for a in live))
+    wait_for(settled, 60, f"{total} nodes owned and synced")
+
+
+def ring_nodes(cli, conf):
+    code, out, err = cli("ring", "show", "--nodes", "-f", "json", config_file=str(conf))
+    assert code == 0, err
+    return {row["node"]: row["owner"] for row in json.loads(out)}
+
+
+def test_agents_split_the_fleet_and_survive_one_dying(fleet_of, ironic, placement, cli):
+    nodes = bench.load_nodes(ironic, 300)
+    agents = fleet_of(3)
+    wait_settled(agents, placement, nodes, 300)
+    # Every node owned by exactly one live agent, and synced.
+    owners = ring_nodes(cli, agents[0].conf)
+    assert set(owners) == set(nodes)
+    assert set(owners.values()) == {"agent-0", "agent-1", "agent-2"}
+    assert all(placement.provider(n) for n in nodes[::10])
+    code, out, _ = cli("ring", "show", "-f", "json", config_file=str(agents[0].conf))
+    rows = json.loads(out)
+    assert {r["member"]: r["nodes"] for r in rows} == {
+        f"agent-{i}": list(owners.values()).count(f"agent-{i}") for i in range(3)}
+    assert all(r["liveness"] == "alive" for r in rows)
+
+    # SIGKILL one: a change on one of its nodes reaches Placement within lease + 5 s.
+    victim = agents[1]
+    victim.stop(signal.SIGKILL)
+    killed_at = time.monotonic()
+    orphan = next(n for n, o in owners.items() if o == "agent-1")
+    ironic.set_traits(orphan, ["CUSTOM_AFTER_KILL"])
+    arrived = wait_for(lambda: "CUSTOM_AFTER_KILL" in placement.provider(orphan)["traits"],
+                       LEASE + 5, "change on the dead agent's node")
+    print(f"takeover: {arrived - killed_at:.2f} s (lease {LEASE} s)")
+    survivors = [agents[0], agents[2]]
+    wait_settled(survivors, placement, nodes, 300)
+    assert all(placement.provider(n) for n in nodes)  # no provider deleted
+
+    # Restart it: it takes its share back without churn (in step: no writes).
+    writes_before = sum(a.metric("rp_reporter_placement_writes_total", '{kind="inventories"}')
+                        + a.metric("rp_reporter_placement_writes_total", '{kind="traits"}')
+                        for a in survivors)
+    victim.start()
+    wait_settled(agents, placement, nodes, 300)
+    assert victim.metric("rp_reporter_nodes_owned") == owned(agents)[1] > 0
+    assert sum(victim.metric("rp_reporter_placement_writes_total", f'{{kind="{k}"}}')
+               for k in ("create", "traits", "inventories")) == 0
+    writes_after = sum(a.metric("rp_reporter_placement_writes_total", '{kind="inventories"}')
+                       + a.metric("rp_reporter_placement_writes_total", '{kind="traits"}')
+                       for a in survivors)
+    assert writes_after == writes_before
+
+
+@pytest.mark.parametrize("backend", ["redis"], indirect=True)
+def test_losing_the_backend_fences_writes_until_it_returns(fleet_of, ironic, placement, stack):
+    nodes = bench.load_nodes(ironic, 30)
+    agents = fleet_of(2)
+    wait_settled(agents, placement, nodes, 30)
+    stack.stop(["redis"])
+    stopped = time.monotonic()
+    wait_for(lambda: all(not a.healthy() for a in agents), LEASE + 2, "agents fenced")
+    fenced_after = time.monotonic() - stopped
+    assert fenced_after <= LEASE + 1
+    ironic.set_traits(nodes[0], ["CUSTOM_WHILE_FENCED"])
+    time.sleep(2)  # notifications still arrive, but nobody may write
+    assert "CUSTOM_WHILE_FENCED" not in placement.provider(nodes[0])["traits"]
+    stack.start_redis()
+    wait_for(lambda: "CUSTOM_WHILE_FENCED" in placement.provider(nodes[0])["traits"], 20,
+             "the change made while fenced, after the backend returned")
+    assert all(a.proc.poll() is None for a in agents)
