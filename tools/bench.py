@@ -3,6 +3,7 @@
     tox -e bench                               # all of them
     tox -e bench -- reconcile --nodes 1000
     tox -e bench -- latency --nodes 1000 --toggles 200
+    tox -e bench -- ring
 
 reconcile: loads N nodes into a fresh Ironic (enroll state, two classes,
 every tenth with a trait), then measures the initial reconcile, a pass with
@@ -14,6 +15,9 @@ maintenance toggle changes what Placement must show), one rp-reporter-agent
 with notifications; toggles maintenance one node at a time and times each
 from the Ironic API call returning to Placement showing the new reserved
 value (polled), plus the agent's own event-to-write histogram.
+
+ring: balance (max/mean load) and the fraction of nodes that move for 3->4,
+4->3 and 8->9 members at 10,000 and 100,000 nodes, against the ideal 1/M.
 
 Figures go to stdout as tables and to bench-results/*.json.
 """
@@ -31,6 +35,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+import uuid
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
@@ -178,6 +183,30 @@ def bench_latency(args):
         stack.stop()
 
 
+def bench_ring(args):
+    from rp_reporter import ring
+    rng = random.Random(2026)
+    results = []
+    for count in (10_000, 100_000):
+        nodes = [str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(count)]
+        for before, after in ((3, 4), (4, 3), (8, 9)):
+            started = time.monotonic()
+            old = ring.Ring([f"agent-{i}" for i in range(before)], partitions=args.partitions)
+            new = ring.Ring([f"agent-{i}" for i in range(after)], partitions=args.partitions)
+            moved = ring.movement(old, new, nodes)
+            ideal = 1 / max(before, after)
+            results.append({
+                "nodes": count, "members": f"{before}->{after}",
+                "balance_max_mean": round(ring.balance(new, nodes), 3),
+                "moved": round(moved, 4), "ideal": round(ideal, 4),
+                "moved_vs_ideal": round(moved / ideal, 3),
+                "seconds": round(time.monotonic() - started, 2)})
+    print(f"tooz hash ring, sha256, {args.partitions} partitions per member")
+    print_table(results, ("members", "nodes", "balance_max_mean", "moved", "ideal",
+                          "moved_vs_ideal", "seconds"))
+    save(results, "ring")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="bench")
@@ -187,11 +216,15 @@ def main(argv=None):
     lat.add_argument("--nodes", type=int, default=1000)
     lat.add_argument("--available", type=int, default=100)
     lat.add_argument("--toggles", type=int, default=200)
+    rng = sub.add_parser("ring")
+    rng.add_argument("--partitions", type=int, default=1024)
     args = parser.parse_args(argv)
     if args.bench in (None, "reconcile"):
         bench_reconcile(args if args.bench else rec.parse_args([]))
     if args.bench in (None, "latency"):
         bench_latency(args if args.bench else lat.parse_args([]))
+    if args.bench in (None, "ring"):
+        bench_ring(args if args.bench else rng.parse_args([]))
 
 
 if __name__ == "__main__":
