@@ -18,10 +18,10 @@ import signal
 import sys
 import threading
 import time
-import warnings
 
 from oslo_config import cfg
 
+import rp_reporter
 from rp_reporter import conf as rp_conf
 from rp_reporter import membership as rp_membership
 from rp_reporter import metrics as rp_metrics
@@ -222,10 +222,7 @@ class Agent:
             LOG.warning("no [notifications] transport_url: reconcile loop only, every %s s",
                         self.conf.reconcile.interval)
             return
-        # oslo.messaging pulls in oslo.service's eventlet backend, which warns
-        # on import; the agent uses the threading executor, so it is noise.
-        warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
-        from rp_reporter.sync import events
+        from rp_reporter.sync import events  # only now: oslo.messaging is heavy
 
         endpoint = events.NotificationEndpoint(self.on_notification, self.on_bad_notification)
         self.listener = events.listener(self.conf, endpoint)
@@ -273,6 +270,7 @@ def _setup_logging(conf):
 
 
 def main(argv=None):
+    rp_reporter.quiet_eventlet_warning()
     try:
         conf = rp_conf.load(sys.argv[1:] if argv is None else argv)
         wiring.check(conf)

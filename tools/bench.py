@@ -43,11 +43,13 @@ from tools import fleet
 from tools import localstack
 
 
-def load_nodes(ironic, count, threads=4):
-    """Fast loader: one POST per node (enroll state), traits where asked."""
+def load_nodes(ironic, count, threads=4,
+               classes=("baremetal-silver", "baremetal-gold", "baremetal-gold")):
+    """Fast loader: one POST per node (enroll state), classes in turn, a trait on every tenth."""
     def create(i):
-        body = {"driver": "fake-hardware", "shard": ironic.shard,
-                "resource_class": "baremetal-gold" if i % 3 else "baremetal-silver"}
+        body = {"driver": "fake-hardware", "shard": ironic.shard}
+        if classes[i % len(classes)] is not None:
+            body["resource_class"] = classes[i % len(classes)]
         uuid = ironic._call("POST", "/v1/nodes", json=body)["uuid"]
         if i % 10 == 0:
             ironic.set_traits(uuid, ["CUSTOM_GPU"])

@@ -112,13 +112,16 @@ class Placement:
         return call(self.http, method, self.url + path, expect, **kw)
 
     def provider(self, rp):
-        """(generation, inventories, traits) or None when there is no provider."""
-        resp = self.http.get(f"{self.url}/resource_providers/{rp}", timeout=30)
-        if resp.status_code == 404:
+        """(name, generation, inventories, traits), or None when there is no provider
+        (also when it vanishes between these reads)."""
+        reads = [self.http.get(f"{self.url}/resource_providers/{rp}{part}", timeout=30)
+                 for part in ("", "/inventories", "/traits")]
+        if any(r.status_code == 404 for r in reads):
             return None
-        inv = self._call("GET", f"/resource_providers/{rp}/inventories")
-        traits = self._call("GET", f"/resource_providers/{rp}/traits")
-        return {"name": resp.json()["name"], "generation": inv["resource_provider_generation"],
+        for r in reads:
+            assert r.status_code == 200, f"{r.url}: {r.status_code} {r.text}"
+        provider, inv, traits = (r.json() for r in reads)
+        return {"name": provider["name"], "generation": inv["resource_provider_generation"],
                 "inventories": {rc: (i["total"], i["reserved"], i["max_unit"])
                                 for rc, i in inv["inventories"].items()},
                 "traits": set(traits["traits"])}

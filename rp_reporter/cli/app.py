@@ -7,6 +7,7 @@ from cliff import app
 from cliff import commandmanager
 from oslo_config import cfg
 
+import rp_reporter
 from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
 
@@ -27,7 +28,10 @@ class ReporterApp(app.App):
             deferred_help=True)
         self._conf = None
 
+    NAME = "rp-reporter"
+
     def build_option_parser(self, description, version, argparse_kwargs=None):
+        argparse_kwargs = dict(argparse_kwargs or {}, prog=self.NAME)
         parser = super().build_option_parser(description, version, argparse_kwargs)
         parser.add_argument("--config-file", action="append", default=[], metavar="FILE",
                             help="rp_reporter configuration file (repeatable).")
@@ -63,4 +67,5 @@ class CommandMixin:
 
 
 def main(argv=None):
+    rp_reporter.quiet_eventlet_warning()
     return ReporterApp().run(sys.argv[1:] if argv is None else argv)

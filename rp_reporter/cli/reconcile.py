@@ -19,6 +19,24 @@ def _inventory(inventories):
                     for rc, inv in sorted(inventories.items())) if inventories else ""
 
 
+def describe_ops(result):
+    """One line: what the writes would change, before -> after."""
+    after = planner.apply(result.before, result.ops)
+    parts = []
+    before_inv = result.before.inventories if result.before else {}
+    if _inventory(before_inv) != _inventory(after.inventories):
+        parts.append(f"inventory {_inventory(before_inv) or '(none)'} -> "
+                     f"{_inventory(after.inventories) or '(none)'}")
+    before_traits = result.before.traits if result.before else frozenset()
+    if before_traits != after.traits:
+        added, removed = after.traits - before_traits, before_traits - after.traits
+        parts.append("traits " + " ".join([f"+{t}" for t in sorted(added)]
+                                          + [f"-{t}" for t in sorted(removed)]))
+    if result.before is None:
+        parts.insert(0, "no provider")
+    return "; ".join(parts)
+
+
 def plan_rows(summary):
     """One row per node that would change: operation, inventory and traits before/after."""
     rows = []

@@ -13,9 +13,13 @@ NODE_FIELDS = ("uuid", "name", "resource_class", "provision_state", "power_state
                "instance_uuid", "traits", "conductor_group", "shard")
 
 
-def _record(node):
+# Ironic's own limit on a node's resource_class (a String(80) column).
+RESOURCE_CLASS_MAX = 80
+
+
+def _record(node, fields=NODE_FIELDS):
     data = node.to_dict()
-    return {field: data.get(field) for field in NODE_FIELDS}
+    return {field: data.get(field) for field in fields}
 
 
 class IronicClient:
@@ -48,14 +52,15 @@ class IronicClient:
                  or (record.get("conductor_group") or "") == self.conductor_group.lower())
                 and (self.shard is None or record.get("shard") == self.shard))
 
-    def list_nodes(self):
+    def list_nodes(self, extra_fields=()):
         """Every node in scope, as API records (dicts), following pagination."""
+        fields = NODE_FIELDS + tuple(extra_fields)
         nodes = []
         marker = None
         while True:
-            page = self._client.node.list(fields=list(NODE_FIELDS), limit=self.page_size,
+            page = self._client.node.list(fields=list(fields), limit=self.page_size,
                                           marker=marker, **self._scope())
-            nodes.extend(_record(n) for n in page)
+            nodes.extend(_record(n, fields) for n in page)
             if len(page) < self.page_size:
                 return nodes
             marker = page[-1].uuid
@@ -65,9 +70,15 @@ class IronicClient:
         nodes = self._client.node.list(fields=["uuid"], limit=0)
         return {n.uuid for n in nodes}
 
-    def get_node(self, uuid):
-        """One node's record, or None when Ironic answers 404 (the node is gone)."""
+    def get_node(self, ident):
+        """One node's record (by uuid or name), or None when Ironic answers 404."""
         try:
-            return _record(self._client.node.get(uuid, fields=list(NODE_FIELDS)))
+            return _record(self._client.node.get(ident, fields=list(NODE_FIELDS)))
         except ironic_exc.NotFound:
             return None
+
+    def set_resource_class(self, uuid, resource_class):
+        """Set (or, with None, remove) a node's resource_class; returns the new record."""
+        op = ({"op": "remove", "path": "/resource_class"} if resource_class is None else
+              {"op": "add", "path": "/resource_class", "value": resource_class})
+        return _record(self._client.node.update(uuid, [op]))

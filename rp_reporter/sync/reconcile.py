@@ -34,6 +34,7 @@ class Summary:
     requests: dict = dataclasses.field(default_factory=dict)  # Placement, by method
     seconds: float = 0.0
     results: list = dataclasses.field(default_factory=list)
+    node_views: list = dataclasses.field(default_factory=list)  # model.Node, owned nodes
 
     @property
     def converged(self):
@@ -88,6 +89,7 @@ class Reconciler:
                 summary.add(Result(uuid, Outcome.SKIPPED, reason=f"invalid node record: {e}"))
                 continue
             if self.owns(node.uuid):
+                summary.node_views.append(node)
                 desired.append(model.desired(node))
         return desired
 

@@ -1,0 +1,67 @@
+"""``rp-reporter status [NODE...]``: Ironic's state, the desired provider, what
+Placement holds, and which agent owns the node."""
+
+from cliff import lister
+
+from rp_reporter import membership
+from rp_reporter import model
+from rp_reporter import ring as rp_ring
+from rp_reporter import wiring
+from rp_reporter.cli import app
+from rp_reporter.sync import plan as planner
+
+
+def _class_and_reserved(inventories):
+    return (" ".join(sorted(inventories)),
+            " ".join(str(inventories[rc]["reserved"]) for rc in sorted(inventories)))
+
+
+class Status(app.CommandMixin, lister.Lister):
+    """One row per node (all nodes in scope when none is named)."""
+
+    COLUMNS = ("node", "name", "provision_state", "power_state", "maintenance", "instance",
+               "desired_class", "desired_reserved", "placement_class", "placement_reserved",
+               "in_step", "owner")
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument("nodes", nargs="*", metavar="NODE", help="Node uuid or name.")
+        return parser
+
+    def take_action(self, args):
+        conf = self.app.conf
+        ironic = wiring.ironic_client(conf)
+        placement = wiring.placement_client(conf)
+        if args.nodes:
+            records = []
+            for ident in args.nodes:
+                record = ironic.get_node(ident)
+                if record is None:
+                    raise app.UsageError(f"no such node: {ident}")
+                records.append(record)
+        else:
+            records = ironic.list_nodes()
+        members, _ = membership.live_members(conf)
+        ring = rp_ring.Ring(members, partitions=conf.ring.partitions,
+                            hash_function=conf.ring.hash_algorithm) if members else None
+        rows = []
+        for record in records:
+            try:
+                node = model.node_from_api(record)
+            except model.InvalidNode as e:
+                rows.append((str(record.get("uuid")), "", "", "", "", "", f"invalid: {e}",
+                             "", "", "", "", ""))
+                continue
+            desired = model.desired(node)
+            observed = placement.observe(node.uuid)
+            if planner.needs_usages(desired, observed):
+                observed = observed.with_usages(placement.usages(node.uuid))
+            want_rc, want_reserved = _class_and_reserved(desired.inventories)
+            have_rc, have_reserved = (_class_and_reserved(observed.inventories) if observed
+                                      else ("(no provider)", ""))
+            rows.append((node.uuid, node.name or "", node.provision_state or "",
+                         node.power_state or "", node.maintenance, node.instance_uuid or "",
+                         want_rc or f"(none: {desired.problem})", want_reserved,
+                         have_rc, have_reserved, planner.plan(desired, observed) == (),
+                         ring.owner(node.uuid) if ring else "(no live agent)"))
+        return self.COLUMNS, rows
