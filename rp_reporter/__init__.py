@@ -2,8 +2,7 @@
 
 import warnings
 
-
-def quiet_eventlet_warning():
-    """oslo.messaging and tooz import eventlet (through futurist and oslo.service), which
-    warns on import; rp_reporter uses threads only, so operators need not read it."""
-    warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
+# tooz and oslo.messaging import eventlet (through futurist and oslo.service),
+# which prints a deprecation notice on import.  rp_reporter runs threads only,
+# so operators need not read it on every command.  Only that message is muted.
+warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")

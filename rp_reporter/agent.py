@@ -21,7 +21,6 @@ import time
 
 from oslo_config import cfg
 
-import rp_reporter
 from rp_reporter import conf as rp_conf
 from rp_reporter import membership as rp_membership
 from rp_reporter import metrics as rp_metrics
@@ -270,7 +269,6 @@ def _setup_logging(conf):
 
 
 def main(argv=None):
-    rp_reporter.quiet_eventlet_warning()
     try:
         conf = rp_conf.load(sys.argv[1:] if argv is None else argv)
         wiring.check(conf)

@@ -22,6 +22,8 @@ from tooz import coordination
 LOG = logging.getLogger(__name__)
 
 
+
+
 class Alone:
     """No backend, no peers: this agent owns every node."""
 

@@ -7,7 +7,6 @@ from cliff import app
 from cliff import commandmanager
 from oslo_config import cfg
 
-import rp_reporter
 from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
 
@@ -67,5 +66,4 @@ class CommandMixin:
 
 
 def main(argv=None):
-    rp_reporter.quiet_eventlet_warning()
     return ReporterApp().run(sys.argv[1:] if argv is None else argv)
