@@ -276,6 +276,7 @@ def main(argv=None):
         print(f"rp-reporter-agent: error: bad configuration: {e}", file=sys.stderr)
         return 2
     _setup_logging(conf)
+    conf.log_opt_values(LOG, logging.DEBUG)  # oslo.config masks every secret option
     agent = Agent(conf)
     signal.signal(signal.SIGTERM, agent.stop)
     signal.signal(signal.SIGINT, agent.stop)

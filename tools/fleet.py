@@ -143,9 +143,15 @@ class Placement:
         self._call("DELETE", f"/allocations/{consumer}")
 
     def add_trait(self, rp, trait):
-        """A foreign writer: adds a trait of its own, generation-guarded like anyone."""
+        """A foreign writer: adds a trait of its own, generation-guarded like anyone,
+        re-reading and retrying when someone else wrote first."""
         self._call("PUT", f"/traits/{trait}")
-        current = self._call("GET", f"/resource_providers/{rp}/traits")
-        self._call("PUT", f"/resource_providers/{rp}/traits", json={
-            "resource_provider_generation": current["resource_provider_generation"],
-            "traits": current["traits"] + [trait]})
+        for _ in range(20):
+            current = self._call("GET", f"/resource_providers/{rp}/traits")
+            resp = self.http.put(f"{self.url}/resource_providers/{rp}/traits", timeout=30, json={
+                "resource_provider_generation": current["resource_provider_generation"],
+                "traits": current["traits"] + [trait]})
+            if resp.status_code != 409:
+                assert resp.status_code == 200, f"add_trait: {resp.status_code} {resp.text}"
+                return
+        raise AssertionError(f"add_trait {trait} on {rp}: conflicts 20 times in a row")

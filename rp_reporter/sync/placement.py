@@ -10,6 +10,7 @@ import collections
 import logging
 import threading
 import urllib.parse
+import uuid as uuidlib
 
 import tenacity
 from keystoneauth1 import exceptions as ksa_exc
@@ -42,6 +43,15 @@ class Unavailable(PlacementError):
 def _quote(name):
     # Names reach a URL only after validation; quoting is a second guard.
     return urllib.parse.quote(name, safe="")
+
+
+def _rp(uuid, tail=""):
+    """A provider's path; only a canonical UUID gets into it."""
+    try:
+        canonical = str(uuidlib.UUID(uuid))
+    except (TypeError, ValueError, AttributeError):
+        raise ValueError(f"refusing to send non-UUID {str(uuid)[:64]!r} to Placement") from None
+    return f"/resource_providers/{canonical}{tail}"
 
 
 def _checked(name):
@@ -118,29 +128,29 @@ class PlacementClient:
         Two reads; repeated if a write slipped in between them.
         """
         for _ in range(5):
-            inv = self._request("GET", f"/resource_providers/{uuid}/inventories", (200, 404))
+            inv = self._request("GET", _rp(uuid, "/inventories"), (200, 404))
             if inv.status_code == 404:
                 return None
-            tr = self._request("GET", f"/resource_providers/{uuid}/traits", (200, 404))
+            tr = self._request("GET", _rp(uuid, "/traits"), (200, 404))
             if tr.status_code == 404:
                 return None
             inv, tr = inv.json(), tr.json()
             if inv["resource_provider_generation"] == tr["resource_provider_generation"]:
                 return Observed(uuid, inv["resource_provider_generation"],
                                 inv["inventories"], frozenset(tr["traits"]))
-        raise Conflict("GET", f"/resource_providers/{uuid}", 409, CONCURRENT_UPDATE,
+        raise Conflict("GET", _rp(uuid), 409, CONCURRENT_UPDATE,
                        "provider kept changing while being read")
 
     def get_provider(self, uuid):
-        resp = self._request("GET", f"/resource_providers/{uuid}", (200, 404))
+        resp = self._request("GET", _rp(uuid), (200, 404))
         return resp.json() if resp.status_code == 200 else None
 
     def usages(self, uuid):
-        resp = self._request("GET", f"/resource_providers/{uuid}/usages", (200, 404))
+        resp = self._request("GET", _rp(uuid, "/usages"), (200, 404))
         return resp.json()["usages"] if resp.status_code == 200 else {}
 
     def has_allocations(self, uuid):
-        resp = self._request("GET", f"/resource_providers/{uuid}/allocations", (200, 404))
+        resp = self._request("GET", _rp(uuid, "/allocations"), (200, 404))
         return resp.status_code == 200 and bool(resp.json()["allocations"])
 
     # -- writes ----------------------------------------------------------
@@ -152,7 +162,7 @@ class PlacementClient:
 
     def set_traits(self, uuid, generation, traits):
         self.ensure_traits(traits)
-        resp = self._request("PUT", f"/resource_providers/{uuid}/traits", (200,),
+        resp = self._request("PUT", _rp(uuid, "/traits"), (200,),
                              json={"resource_provider_generation": generation,
                                    "traits": sorted(traits)})
         return resp.json()["resource_provider_generation"]
@@ -160,14 +170,14 @@ class PlacementClient:
     def set_inventories(self, uuid, generation, inventories):
         for rc in inventories:
             self.ensure_resource_class(rc)
-        resp = self._request("PUT", f"/resource_providers/{uuid}/inventories", (200,),
+        resp = self._request("PUT", _rp(uuid, "/inventories"), (200,),
                              json={"resource_provider_generation": generation,
                                    "inventories": inventories})
         return resp.json()["resource_provider_generation"]
 
     def delete_provider(self, uuid):
         """Delete; False if it was already gone.  Conflict while allocations exist."""
-        resp = self._request("DELETE", f"/resource_providers/{uuid}", (204, 404))
+        resp = self._request("DELETE", _rp(uuid), (204, 404))
         return resp.status_code == 204
 
     # -- one-time name creation (cached per process) ---------------------

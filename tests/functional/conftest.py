@@ -9,6 +9,7 @@ import pytest
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
+from tests.functional import agents as agent_helpers
 from tools import fleet
 from tools import localstack
 
@@ -57,6 +58,12 @@ def reporter_conf(conf_file):
 @pytest.fixture
 def reconciler(reporter_conf):
     return wiring.reconciler(reporter_conf)
+
+
+@pytest.fixture
+def agents(stack, shard, tmp_path):
+    """Start rp-reporter-agent processes in this test's shard; all killed afterwards."""
+    yield from agent_helpers.agents_fixture(stack, shard, tmp_path)
 
 
 @pytest.fixture

@@ -2,87 +2,18 @@
 
 import concurrent.futures
 import os
-import re
-import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 import oslo_messaging
 import pytest
 from oslo_config import cfg
 
-from tools import localstack
+from tests.functional.agents import wait_for
 
 GOLD = "CUSTOM_BAREMETAL_GOLD"
 pytestmark = pytest.mark.functional
-
-
-def wait_for(check, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return time.monotonic()
-        time.sleep(0.05)
-    raise AssertionError(f"not seen within {timeout} s: {what}")
-
-
-class AgentProcess:
-    def __init__(self, stack, shard, tmp_path, name="agent", **sections):
-        self.port = localstack.free_port()
-        sections.setdefault("reconcile", {}).setdefault("interval", 3600)
-        sections.setdefault("agent", {})["metrics_bind"] = f"127.0.0.1:{self.port}"
-        sections.setdefault("ironic", {})["shard"] = shard
-        sections.setdefault("DEFAULT", {})["host"] = name
-        self.conf = tmp_path / f"{name}.conf"
-        self.conf.write_text(stack.reporter_conf(**sections))
-        self.log_path = tmp_path / f"{name}.log"
-        self.proc = None
-
-    def start(self):
-        self.log = open(self.log_path, "a")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "rp_reporter.agent", "--config-file", str(self.conf)],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        wait_for(self.healthy, 30, "agent health endpoint")
-        return self
-
-    def healthy(self):
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=1) as r:
-                return r.status == 200
-        except OSError:
-            return False
-
-    def metric(self, name, labels=""):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
-            text = r.read().decode()
-        pattern = rf"^{re.escape(name)}{re.escape(labels)} (\S+)$"
-        match = re.search(pattern, text, re.M)
-        return float(match.group(1)) if match else 0.0
-
-    def output(self):
-        return self.log_path.read_text()
-
-    def stop(self, sig=signal.SIGTERM):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            return self.proc.wait(15)
-        return self.proc.returncode if self.proc else None
-
-
-@pytest.fixture
-def agents(stack, shard, tmp_path):
-    started = []
-
-    def start(name="agent", scope=None, **sections):
-        agent = AgentProcess(stack, scope or shard, tmp_path, name, **sections).start()
-        started.append(agent)
-        return agent
-    yield start
-    for agent in started:
-        agent.stop(signal.SIGKILL)
 
 
 def inventory(placement, node):

@@ -7,8 +7,8 @@ import time
 
 import pytest
 
-from tests.functional.test_agent import AgentProcess
-from tests.functional.test_agent import wait_for
+from tests.functional.agents import AgentProcess
+from tests.functional.agents import wait_for
 from tools import bench
 
 pytestmark = pytest.mark.functional
