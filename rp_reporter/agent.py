@@ -27,34 +27,13 @@ from rp_reporter import metrics as rp_metrics
 from rp_reporter import model
 from rp_reporter import ring as rp_ring
 from rp_reporter import wiring
+from rp_reporter.outage import Outage
 from rp_reporter.sync import placement as placement_sync
 from rp_reporter.sync import provider
 from rp_reporter.sync import queue as work_queue
 from rp_reporter.sync import reconcile
 
 LOG = logging.getLogger("rp_reporter.agent")
-
-
-class Dependency:
-    """Logs an outage of one service once when it starts and once when it ends."""
-
-    def __init__(self, name):
-        self.name = name
-        self.down_since = None
-        self._lock = threading.Lock()
-
-    def failed(self, error):
-        with self._lock:
-            if self.down_since is None:
-                self.down_since = time.monotonic()
-                LOG.error("%s unavailable, retrying until it returns: %s", self.name, error)
-
-    def ok(self):
-        with self._lock:
-            if self.down_since is not None:
-                LOG.warning("%s available again after %.1f s", self.name,
-                            time.monotonic() - self.down_since)
-                self.down_since = None
 
 
 class Agent:
@@ -69,7 +48,7 @@ class Agent:
         self.queue = work_queue.WorkQueue(self.sync_node, workers=conf.agent.workers,
                                           wanted=self.owns, backoff_max=conf.agent.retry_max,
                                           on_done=self._synced)
-        self.ironic_dep, self.placement_dep = Dependency("Ironic"), Dependency("Placement")
+        self.ironic_dep, self.placement_dep = Outage("Ironic"), Outage("Placement")
         self.stopping = threading.Event()
         self.wake = threading.Event()  # resync now (start, membership change, stop)
         self.ready = threading.Event()  # listener bound: events from now on are seen

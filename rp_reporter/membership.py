@@ -19,6 +19,8 @@ import urllib.parse
 
 from tooz import coordination
 
+from rp_reporter.outage import Outage
+
 LOG = logging.getLogger(__name__)
 
 
@@ -83,7 +85,7 @@ class Group:
         self._coordinator = None
         self._last_renewal = None
         self._members = set()
-        self._outage_logged = False
+        self._backend = Outage("coordination backend")
         self._lock = threading.Lock()
 
     def _join(self):
@@ -130,16 +132,11 @@ class Group:
                 members.add(self.member_id)
             self._last_renewal = time.monotonic()
             self._members = members
-            if self._outage_logged:
-                LOG.warning("coordination backend reachable again; member of %s",
-                            self.group.decode())
-                self._outage_logged = False
+            self._backend.ok()
         except coordination.ToozError as e:
-            if not self._outage_logged:
-                LOG.error("cannot renew membership (%s); %s", e,
-                          "writes stop until it is renewed" if self.fenced
-                          else f"writes stop in {self._time_left():.0f} s unless renewed")
-                self._outage_logged = True
+            self._backend.failed(e, "membership not renewed; writes stop until it is" if self.fenced
+                                 else f"membership not renewed; writes stop in "
+                                      f"{self._time_left():.0f} s unless it is")
         return set() if self.fenced else set(self._members)
 
     def _time_left(self):

@@ -34,7 +34,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 import uuid
 
 from rp_reporter import conf as rp_conf
@@ -118,10 +117,7 @@ def percentile(values, q):
 
 
 def scrape(port, name):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
-        return {line.split(" ")[0]: float(line.split(" ")[1])
-                for line in resp.read().decode().splitlines()
-                if line.startswith(name)}
+    return {k: v for k, v in fleet.metrics(port).items() if k.startswith(name)}
 
 
 def bench_latency(args):

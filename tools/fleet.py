@@ -6,12 +6,24 @@ uses them.
 
 import concurrent.futures
 import time
+import urllib.request
 import uuid
 
 import requests
 
 IRONIC_VERSION = {"X-OpenStack-Ironic-API-Version": "1.95"}
 PLACEMENT = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
+
+
+def metrics(port):
+    """An agent's Prometheus samples: {"name{labels}": value}; {} when it does not answer."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+            text = resp.read().decode()
+    except OSError:
+        return {}
+    return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines() if line and not line.startswith("#")}
 
 
 def call(http, method, url, expect, **kw):

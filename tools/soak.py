@@ -22,7 +22,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.request
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
@@ -52,16 +51,11 @@ class Agent:
 
     def counters(self):
         """Sum of each counter family (all labels) as this process counted them."""
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
-                text = r.read().decode()
-        except OSError:
-            return collections.Counter()
         totals = collections.Counter()
-        for line in text.splitlines():
+        for sample, value in fleet.metrics(self.port).items():
             for name in COUNTERS + ("rp_reporter_queue_depth",):
-                if line.startswith(name) and not line.startswith("#"):
-                    totals[name] += float(line.rsplit(" ", 1)[1])
+                if sample.split("{")[0] == name:
+                    totals[name] += value
         return totals
 
 

@@ -1,12 +1,12 @@
 """rp-reporter-agent as a real process, for the functional tests."""
 
-import re
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
 
+from tools import fleet
 from tools import localstack
 
 
@@ -47,11 +47,7 @@ class AgentProcess:
             return False
 
     def metric(self, name, labels=""):
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/metrics", timeout=5) as r:
-            text = r.read().decode()
-        pattern = rf"^{re.escape(name)}{re.escape(labels)} (\S+)$"
-        match = re.search(pattern, text, re.M)
-        return float(match.group(1)) if match else 0.0
+        return fleet.metrics(self.port).get(name + labels, 0.0)
 
     def output(self):
         return self.log_path.read_text()
