@@ -129,7 +129,7 @@ def bench_latency(args):
         ironic = fleet.Ironic(stack.ironic_url, "bench")
         placement = fleet.Placement(stack.placement_url)
         live = ironic.create_many(args.available)
-        load_nodes(ironic, args.nodes - args.available)
+        all_nodes = live + load_nodes(ironic, args.nodes - args.available)
         port = localstack.free_port()
         conf_path = os.path.join(workdir, "agent.conf")
         with open(conf_path, "w") as f:
@@ -160,6 +160,17 @@ def bench_latency(args):
                     break
                 time.sleep(0.005)
             latencies.append(time.monotonic() - returned)
+        # A burst: 1,000 changes (traits on the enrolled nodes) as fast as this
+        # Ironic takes them, then how long until Placement shows every last one.
+        enrolled = [n for n in all_nodes if n not in set(live)][:1000]
+        started = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda n: ironic.set_traits(n, ["CUSTOM_BURST"]), enrolled))
+        issued = time.monotonic() - started
+        while not all("CUSTOM_BURST" in (placement.provider(n) or {}).get("traits", ())
+                      for n in enrolled[::-1]):
+            time.sleep(0.2)
+        settled = time.monotonic() - started - issued
         hist = scrape(port, "rp_reporter_event_to_write_seconds")
         count = hist.get("rp_reporter_event_to_write_seconds_count", 0)
         result = {
@@ -169,6 +180,9 @@ def bench_latency(args):
             "p99_ms": round(1000 * percentile(latencies, 99), 1),
             "max_ms": round(1000 * max(latencies), 1),
             "mean_ms": round(1000 * statistics.mean(latencies), 1),
+            "burst_changes": len(enrolled),
+            "burst_issue_seconds": round(issued, 2),
+            "burst_settled_after_last_change_s": round(settled, 2),
             "agent_event_to_write_mean_ms": round(
                 1000 * hist.get("rp_reporter_event_to_write_seconds_sum", 0) / max(count, 1), 1),
         }
