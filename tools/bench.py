@@ -167,10 +167,12 @@ def bench_latency(args):
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             list(pool.map(lambda n: ironic.set_traits(n, ["CUSTOM_BURST"]), enrolled))
         issued = time.monotonic() - started
-        while not all("CUSTOM_BURST" in (placement.provider(n) or {}).get("traits", ())
-                      for n in enrolled[::-1]):
-            time.sleep(0.2)
+        def queue_depth():
+            return scrape(port, "rp_reporter_queue_depth").get("rp_reporter_queue_depth", 1)
+        while queue_depth() or (time.sleep(0.5) or queue_depth()):  # idle twice in a row
+            time.sleep(0.1)
         settled = time.monotonic() - started - issued
+        wrong = [n for n in enrolled if "CUSTOM_BURST" not in placement.provider(n)["traits"]]
         hist = scrape(port, "rp_reporter_event_to_write_seconds")
         count = hist.get("rp_reporter_event_to_write_seconds_count", 0)
         result = {
@@ -183,6 +185,7 @@ def bench_latency(args):
             "burst_changes": len(enrolled),
             "burst_issue_seconds": round(issued, 2),
             "burst_settled_after_last_change_s": round(settled, 2),
+            "burst_nodes_wrong_after_settling": len(wrong),
             "agent_event_to_write_mean_ms": round(
                 1000 * hist.get("rp_reporter_event_to_write_seconds_sum", 0) / max(count, 1), 1),
         }
