@@ -53,7 +53,6 @@ class Agent:
         self.wake = threading.Event()  # resync now (start, membership change, stop)
         self.ready = threading.Event()  # listener bound: events from now on are seen
         self.listener = None
-        self.last_reconcile = None
         self.membership = rp_membership.from_conf(conf)
         self._event_sent_at = {}  # uuid -> earliest notification not yet synced
         self._event_lock = threading.Lock()
@@ -114,12 +113,10 @@ class Agent:
             return
         self.ironic_dep.ok()
         self.placement_dep.ok()
-        now = time.time()
         for key in keys:
-            self.queue.add(key, queued_at=now)
-        self.last_reconcile = time.monotonic()
+            self.queue.add(key)
         self.metrics.nodes_owned.set(nodes)
-        self.metrics.reconcile_seconds.set(self.last_reconcile - started)
+        self.metrics.reconcile_seconds.set(time.monotonic() - started)
         self.metrics.reconcile_drift.set(len(keys))
         if keys:
             LOG.info("reconcile: %d of %d nodes out of step, queued", len(keys), nodes)
@@ -160,7 +157,7 @@ class Agent:
             return False
         return True
 
-    def _synced(self, key, queued_at, ok):
+    def _synced(self, key, ok):
         if ok:  # only notification-driven syncs count as event-to-write
             with self._event_lock:
                 sent_at = self._event_sent_at.pop(key, None)

@@ -22,11 +22,11 @@ class WorkQueue:
                  on_done=None):
         self._sync = sync
         self._wanted = wanted or (lambda key: True)
-        self._on_done = on_done  # (key, first_queued_at, ok) -> None, for metrics
+        self._on_done = on_done  # (key, ok) -> None, for metrics
         self._backoff_base, self._backoff_max = backoff_base, backoff_max
         self._cond = threading.Condition()
         self._ready = []  # FIFO of keys ready now (kept in order, unique via _queued)
-        self._queued = {}  # key -> first time it was queued (for latency)
+        self._queued = set()  # every key waiting, ready, delayed or to run again
         self._delayed = []  # heap of (due, key) for retries
         self._failures = {}  # key -> consecutive failures
         self._running = set()
@@ -42,23 +42,22 @@ class WorkQueue:
         return self
 
     # -- producers ------------------------------------------------------
-    def add(self, key, queued_at=None):
-        queued_at = queued_at or time.time()
+    def add(self, key):
         with self._cond:
             if key in self._running:
                 self._dirty.add(key)
-                self._queued[key] = min(self._queued.get(key, queued_at), queued_at)
+                self._queued.add(key)
                 return
             if key in self._queued:
-                self._queued[key] = min(self._queued[key], queued_at)
                 return
-            self._queued[key] = queued_at
+            self._queued.add(key)
             self._ready.append(key)
             self._cond.notify()
 
     def depth(self):
+        """Keys waiting to be synced (ready, delayed for a retry, or due again)."""
         with self._cond:
-            return len(self._queued) + len(self._delayed)
+            return len(self._queued)
 
     def idle(self):
         with self._cond:
@@ -95,7 +94,7 @@ class WorkQueue:
                 if self._ready and not self._paused:
                     key = self._ready.pop(0)
                     self._running.add(key)
-                    return key, self._queued.get(key, time.time())
+                    return key
                 timeout = None
                 if self._delayed:
                     timeout = max(0.0, self._delayed[0][0] - time.monotonic())
@@ -111,7 +110,7 @@ class WorkQueue:
                 self._ready.append(key)
                 self._cond.notify()
             elif ok:
-                self._queued.pop(key, None)
+                self._queued.discard(key)
             elif self._wanted(key):
                 failures = self._failures[key] = self._failures.get(key, 0) + 1
                 delay = min(self._backoff_max, self._backoff_base * 2 ** (failures - 1))
@@ -119,15 +118,14 @@ class WorkQueue:
                                (time.monotonic() + random.uniform(delay / 2, delay), key))
                 self._cond.notify()
             else:
-                self._queued.pop(key, None)
+                self._queued.discard(key)
                 self._failures.pop(key, None)
 
     def _work(self):
         while True:
-            taken = self._take()
-            if taken is None:
+            key = self._take()
+            if key is None:
                 return
-            key, queued_at = taken
             ok = False
             try:
                 # A key no longer wanted (not owned) is done: nothing to retry.
@@ -136,4 +134,4 @@ class WorkQueue:
                 LOG.warning("node %s: sync failed, will retry: %s", key, e)
             self._finish(key, ok)
             if self._on_done:
-                self._on_done(key, queued_at, ok)
+                self._on_done(key, ok)

@@ -99,13 +99,18 @@ def test_paused_queue_takes_nothing_until_resumed():
     assert calls == ["a"]
 
 
-def test_done_callback_reports_first_queue_time():
+def test_done_callback_reports_each_outcome():
     seen = []
-    q = WorkQueue(lambda key: None, workers=1,
-                  on_done=lambda key, queued_at, ok: seen.append((key, queued_at, ok)))
-    q.add("a", queued_at=100.0)
-    q.add("a", queued_at=50.0)  # coalesced: the earlier time is kept
+    q = WorkQueue(lambda key: key != "bad", workers=1, backoff_base=10,
+                  on_done=lambda key, ok: seen.append((key, ok)))
+    q.add("good")
+    q.add("good")  # coalesced
+    q.add("bad")
     q.start()
-    wait_idle(q)
+    deadline = time.monotonic() + 5
+    while len(seen) < 2:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
     q.stop()
-    assert seen == [("a", 50.0, True)]
+    assert seen == [("good", True), ("bad", False)]
+    assert q.depth() == 1  # the failure waits for its retry
