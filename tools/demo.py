@@ -1,19 +1,23 @@
-"""The main job on an embedded default: a local Placement and Ironic with sample
-nodes, three reporters (one per Ironic shard) reconciling them through the real
-``rp-reporter`` CLI, and what Placement holds afterwards.
+"""The main job on an embedded default: a local Placement, Ironic, RabbitMQ and Redis,
+sample nodes, and three rp-reporter-agent processes sharing them on a hash ring.
+Shows who owns what, what Placement holds, and one live change arriving through
+Ironic's notifications.
 
     tox -e demo            (or: python -m tools.demo)
 """
 
 import json
+import os
+import signal
 import subprocess
 import sys
 import tempfile
+import time
 
 from tools import fleet
 from tools import localstack
 
-SAMPLE = [  # per shard: (resource_class, state, traits, maintenance)
+SAMPLE = [  # (resource_class, state, traits, maintenance), three of each
     ("baremetal-gold", "available", (), False),
     ("baremetal-gold", "available", ("CUSTOM_GPU",), False),
     ("baremetal-gold", "active", (), False),
@@ -22,7 +26,7 @@ SAMPLE = [  # per shard: (resource_class, state, traits, maintenance)
     ("baremetal-silver", "manageable", ("HW_CPU_X86_AVX2",), False),
     (None, "available", (), False),
 ]
-SHARDS = ("rack-a", "rack-b", "rack-c")
+AGENTS = ("agent-a", "agent-b", "agent-c")
 
 
 def table(rows, columns):
@@ -32,55 +36,85 @@ def table(rows, columns):
                      + [line.format(*map(str, r)) for r in rows])
 
 
-def reconcile(conf_path):
-    proc = subprocess.run([sys.executable, "-m", "rp_reporter.cli", "--config-file", conf_path,
-                           "reconcile", "-f", "json"], capture_output=True, text=True)
+def rp_reporter(conf, *args):
+    proc = subprocess.run([sys.executable, "-m", "rp_reporter.cli", "--config-file", conf,
+                           *args, "-f", "json"], capture_output=True, text=True)
     if proc.returncode not in (0, 1):
-        raise SystemExit(f"reconcile failed ({proc.returncode}): {proc.stderr.strip()}")
-    return json.loads(proc.stdout)[0]
+        raise SystemExit(f"rp-reporter {' '.join(args)}: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
+def wait(check, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def main():
     workdir = tempfile.mkdtemp(prefix="rp-demo-")
     stack = localstack.LocalStack(workdir)
+    agents = []
     try:
-        stack.start(["rabbitmq", "placement", "ironic"])
+        stack.start()
+        ironic = fleet.Ironic(stack.ironic_url, "demo")
         placement = fleet.Placement(stack.placement_url)
         nodes = []
-        for shard in SHARDS:
-            ironic = fleet.Ironic(stack.ironic_url, shard)
+        for _ in range(3):
             for rc, state, traits, maint in SAMPLE:
-                uuid = ironic.create(resource_class=rc, state=state, traits=traits,
-                                     maintenance=maint)
-                nodes.append((shard, uuid, rc, state, maint))
+                nodes.append((ironic.create(resource_class=rc, state=state, traits=traits,
+                                            maintenance=maint), rc, state, maint))
+        print(f"\n{len(nodes)} sample nodes in Ironic; starting {len(AGENTS)} agents on a "
+              f"Redis-backed ring", flush=True)
         confs = {}
-        for shard in SHARDS:
-            confs[shard] = f"{workdir}/rp-{shard}.conf"
-            with open(confs[shard], "w") as f:
-                f.write(stack.reporter_conf(DEFAULT={"host": f"reporter-{shard}"},
-                                            ironic={"shard": shard}))
-        for label in ("first pass", "second pass (nothing changed)"):
-            rows = []
-            for shard in SHARDS:
-                s = reconcile(confs[shard])
-                writes = sum(n for m, n in s["placement_requests"].items() if m != "GET")
-                rows.append((f"reporter-{shard}", s["nodes"], s["created"], s["updated"],
-                             s["unchanged"], s["skipped"], s["failed"], writes, s["seconds"]))
-            print(f"\n== {label}: one reporter per Ironic shard ==")
-            print(table(rows, ("reporter", "nodes", "created", "updated", "unchanged",
-                               "skipped", "failed", "writes", "seconds")))
+        for name in AGENTS:
+            confs[name] = os.path.join(workdir, f"{name}.conf")
+            with open(confs[name], "w") as f:
+                f.write(stack.reporter_conf(
+                    DEFAULT={"host": name}, ironic={"shard": "demo"},
+                    coordination={"backend_url": stack.redis_url},
+                    agent={"metrics_bind": f"127.0.0.1:{localstack.free_port()}"}))
+            agents.append(subprocess.Popen(
+                [sys.executable, "-m", "rp_reporter.agent", "--config-file", confs[name]],
+                stdout=subprocess.DEVNULL,
+                stderr=open(os.path.join(workdir, f"{name}.log"), "w")))
+        reportable = [n for n, rc, _, _ in nodes if rc]
+        if not wait(lambda: all(placement.provider(n) for n in reportable), 60):
+            raise SystemExit("the agents did not sync the sample nodes within 60 s")
+        time.sleep(2)  # let every agent see every member
+        print("\n== rp-reporter ring show ==")
+        rows = rp_reporter(confs["agent-a"], "ring", "show")
+        print(table([tuple(r.values()) for r in rows], tuple(rows[0])))
+        owners = {r["node"]: r["owner"] for r in rp_reporter(confs["agent-a"], "ring", "show",
+                                                             "--nodes")}
         rows = []
-        for shard, uuid, rc, state, maint in nodes:
+        for uuid, rc, state, maint in nodes:
             rp = placement.provider(uuid)
-            inv = " ".join(f"{c} reserved={r}" for c, (_, r, _) in rp["inventories"].items()) \
-                if rp else "(no provider: node has no resource_class)"
-            traits = " ".join(sorted(t for t in rp["traits"] if not t.startswith("CUSTOM_RPR_"))) \
-                if rp else ""
-            rows.append((uuid[:8], shard, rc, state + (" +maint" if maint else ""), inv, traits))
+            inv = (" ".join(f"{c} reserved={r}" for c, (_, r, _) in rp["inventories"].items())
+                   if rp else "(no provider: no resource_class)")
+            traits = " ".join(sorted(t for t in rp["traits"] if not t.startswith("CUSTOM_RPR_"))
+                              ) if rp else ""
+            rows.append((uuid[:8], owners[uuid], rc, state + (" +maint" if maint else ""), inv,
+                         traits))
         print("\n== Placement now holds ==")
-        print(table(rows, ("node", "shard", "ironic resource_class", "ironic state",
+        print(table(rows, ("node", "owner", "ironic resource_class", "ironic state",
                            "placement inventory", "traits")))
+        node = next(uuid for uuid, rc, state, maint in nodes
+                    if rc and state == "available" and not maint)
+        started = time.monotonic()
+        ironic.set_maintenance(node, True)
+        arrived = wait(lambda: placement.provider(node)["inventories"][
+            "CUSTOM_BAREMETAL_GOLD"][1] == 1, 10)
+        print(f"\n== live change ==\nmaintenance on {node[:8]} (owner {owners[node]}): "
+              + (f"Placement reserved it {1000 * (time.monotonic() - started):.0f} ms after "
+                 "the Ironic API call returned" if arrived else "not seen within 10 s"))
     finally:
+        for proc in agents:
+            proc.send_signal(signal.SIGTERM)
+        for proc in agents:
+            proc.wait(15)
         stack.stop()
 
 
