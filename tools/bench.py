@@ -4,6 +4,7 @@
     tox -e bench -- reconcile --nodes 1000
     tox -e bench -- latency --nodes 1000 --toggles 200
     tox -e bench -- ring
+    tox -e bench -- compare --nodes 1000        # against nova's SchedulerReportClient
 
 reconcile: loads N nodes into a fresh Ironic (enroll state, two classes,
 every tenth with a trait), then measures the initial reconcile, a pass with
@@ -233,7 +234,12 @@ def main(argv=None):
     lat.add_argument("--toggles", type=int, default=200)
     rng = sub.add_parser("ring")
     rng.add_argument("--partitions", type=int, default=1024)
+    cmp_ = sub.add_parser("compare", help="side by side with nova's report client")
+    cmp_.add_argument("--nodes", type=int, default=1000)
     args = parser.parse_args(argv)
+    if args.bench == "compare":
+        from tools import bench_nova  # imports nova: only here
+        return bench_nova.compare(args)
     if args.bench in (None, "reconcile"):
         bench_reconcile(args if args.bench else rec.parse_args([]))
     if args.bench in (None, "latency"):

@@ -1,0 +1,182 @@
+"""Side by side with nova's own reporting (needs nova: ``pip install .[nova]``).
+
+    tox -e bench -- compare --nodes 1000
+
+One real Ironic holds N nodes; each contender gets its own fresh real Placement
+(same configuration), so nobody adopts anybody's providers:
+
+* nova: ``SchedulerReportClient`` driven per node the way nova-compute's
+  resource tracker drives it (ensure the root provider, set inventory and
+  traits on the tree, ``update_from_provider_tree``), one client for the
+  whole host, as in nova-compute;
+* ours: one reconcile pass (``rp_reporter.sync.reconcile``);
+* bare: a loop that issues only the minimal writes (create, traits,
+  inventory per node) with known generations: the limit this Placement allows.
+
+Then a pass with nothing changed (ours warm; nova with its cache), against the
+two bare listings ours cannot avoid, and a drift of 1% of the nodes.
+"""
+
+import collections
+import time
+
+import requests
+from keystoneauth1 import adapter as ksa_adapter
+from keystoneauth1 import session as ksa_session
+from keystoneauth1 import token_endpoint
+
+from rp_reporter import conf as rp_conf
+from rp_reporter import model
+from rp_reporter import wiring
+from tools import bench
+from tools import fleet
+from tools import localstack
+
+
+class CountingAdapter(ksa_adapter.Adapter):
+    """A keystoneauth Adapter that counts requests by method (for nova's client)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.requests = collections.Counter()
+
+    def request(self, url, method, *args, **kwargs):
+        self.requests[method.upper()] += 1
+        return super().request(url, method, *args, **kwargs)
+
+
+def nova_pass(client, context, desired):
+    """What nova-compute's resource tracker does for each node, once."""
+    for d in desired:
+        tree = client.get_provider_tree_and_ensure_root(context, d.uuid, name=d.name)
+        tree.update_inventory(d.uuid, d.inventories)
+        tree.update_traits(d.uuid, d.traits)
+        client.update_from_provider_tree(context, tree)
+
+
+def bare_loop(url, desired):
+    """Only the writes Placement needs: the floor for an initial sync."""
+    http = requests.Session()
+    http.headers.update(fleet.PLACEMENT)
+    classes = {d.resource_class for d in desired}
+    traits = {t for d in desired for t in d.placement_traits}
+    for kind, names in (("resource_classes", classes), ("traits", traits)):
+        for name in sorted(names):
+            http.put(f"{url}/{kind}/{name}", timeout=30).raise_for_status()
+    writes = len(classes) + len(traits)
+    for d in desired:  # the same end state as ours, bookkeeping traits included
+        resp = http.post(f"{url}/resource_providers", json={"uuid": d.uuid, "name": d.name},
+                         timeout=30)
+        resp.raise_for_status()
+        resp = http.put(f"{url}/resource_providers/{d.uuid}/traits", timeout=30, json={
+            "resource_provider_generation": resp.json()["generation"],
+            "traits": sorted(d.placement_traits)})
+        resp.raise_for_status()
+        http.put(f"{url}/resource_providers/{d.uuid}/inventories", timeout=30, json={
+            "resource_provider_generation": resp.json()["resource_provider_generation"],
+            "inventories": d.inventories}).raise_for_status()
+        writes += 3
+    return writes
+
+
+def timed(fn):
+    wall, cpu = time.monotonic(), time.process_time()
+    result = fn()
+    return result, time.monotonic() - wall, time.process_time() - cpu
+
+
+def compare(args):
+    import nova.conf
+    from nova import context as nova_context
+    from nova import objects
+    from nova.scheduler.client import report
+
+    nova.conf.CONF([], project="nova")
+    objects.register_all()
+    stack = localstack.LocalStack()
+    extra = {name: localstack.LocalStack() for name in ("nova", "bare")}
+    results = []
+    try:
+        stack.start(["rabbitmq", "placement", "ironic"])
+        for s in extra.values():
+            s.start(["placement"])
+        ironic = fleet.Ironic(stack.ironic_url, "compare")
+        bench.load_nodes(ironic, args.nodes)
+        conf_path = f"{stack.workdir}/rp.conf"
+        with open(conf_path, "w") as f:
+            f.write(stack.reporter_conf(ironic={"shard": "compare"}))
+        conf = rp_conf.load(["--config-file", conf_path])
+        reconciler = wiring.reconciler(conf)
+        desired = [model.desired(model.node_from_api(r)) for r in reconciler.ironic.list_nodes()]
+        n = len(desired)
+
+        def row(contender, phase, wall, cpu, requests_by_method):
+            total = sum(requests_by_method.values())
+            writes = total - requests_by_method.get("GET", 0)
+            results.append({"contender": contender, "phase": phase, "nodes": n,
+                            "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
+                            "nodes_per_s": round(n / wall, 1) if wall else None,
+                            "requests": total, "requests_per_node": round(total / n, 2),
+                            "writes": writes})
+            print(f"{contender:>6} {phase:<28} {wall:8.2f} s  {total:7d} requests", flush=True)
+
+        # Initial sync.
+        summary, wall, cpu = timed(reconciler.run)
+        row("ours", "initial sync", wall, cpu, summary.requests)
+        session = ksa_session.Session(auth=token_endpoint.Token(extra["nova"].placement_url,
+                                                                "admin"))
+        nova_adapter = CountingAdapter(session, service_type="placement",
+                                       endpoint_override=extra["nova"].placement_url)
+        nova_client = report.SchedulerReportClient(adapter=nova_adapter)
+        ctx = nova_context.get_admin_context()
+        _, wall, cpu = timed(lambda: nova_pass(nova_client, ctx, desired))
+        row("nova", "initial sync", wall, cpu, nova_adapter.requests)
+        writes, wall, cpu = timed(lambda: bare_loop(extra["bare"].placement_url, desired))
+        row("bare", "initial sync (minimal writes)", wall, cpu, {"PUT": writes})
+
+        # Nothing changed.
+        summary, wall, cpu = timed(reconciler.run)
+        row("ours", "no change", wall, cpu, summary.requests)
+        before = collections.Counter(nova_adapter.requests)
+        _, wall, cpu = timed(lambda: nova_pass(nova_client, ctx, desired))
+        row("nova", "no change", wall, cpu, nova_adapter.requests - before)
+        placement = reconciler.syncer.placement
+        _, wall, cpu = timed(lambda: (reconciler.ironic.list_nodes(),
+                                      placement.list_providers()))
+        row("bare", "no change (the 2 listings)", wall, cpu, {"GET": 2})
+
+        # Drift of 1%.
+        for uuid in [d.uuid for d in desired][1::100]:
+            ironic.set_traits(uuid, ["CUSTOM_DRIFT"])
+        summary, wall, cpu = timed(reconciler.run)
+        row("ours", f"drift of {len(desired[1::100])} nodes", wall, cpu, summary.requests)
+    finally:
+        stack.stop()
+        for s in extra.values():
+            s.stop()
+    by = {(r["contender"], r["phase"].split(" (")[0]): r for r in results}
+    ratios = {
+        "initial sync nodes/s, ours / nova": round(
+            by["ours", "initial sync"]["nodes_per_s"] / by["nova", "initial sync"]["nodes_per_s"],
+            2),
+        "initial sync wall, ours / bare": round(
+            by["ours", "initial sync"]["wall_s"] / by["bare", "initial sync"]["wall_s"], 2),
+        "no change wall, nova / ours": round(
+            by["nova", "no change"]["wall_s"] / by["ours", "no change"]["wall_s"], 2),
+        "no change wall, ours / the two listings": round(
+            by["ours", "no change"]["wall_s"] / by["bare", "no change"]["wall_s"], 2),
+    }
+    print()
+    bench.print_table(results, ("contender", "phase", "wall_s", "cpu_s", "nodes_per_s",
+                                "requests", "requests_per_node", "writes"))
+    print()
+    for name, value in ratios.items():
+        print(f"{name:>40}: {value}")
+    bench.save({"rows": results, "ratios": ratios}, f"compare-{args.nodes}")
+    with open(f"bench-results/compare-{args.nodes}.md", "w") as f:
+        cols = ("contender", "phase", "wall_s", "cpu_s", "nodes_per_s", "requests_per_node",
+                "writes")
+        f.write("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n")
+        for r in results:
+            f.write("| " + " | ".join(str(r[c]) for c in cols) + " |\n")
+        f.write("\n" + "\n".join(f"- {k}: **{v}**" for k, v in ratios.items()) + "\n")
