@@ -87,17 +87,24 @@ def main(argv=None):
         for a in agents:
             a.start()
         maintenance = dict.fromkeys(live, False)
+        latest = {}  # node -> number of its latest change
+        superseded = collections.Counter()
 
-        def watch(node, check):
+        def watch(node, change, check):
+            """Time one change until Placement shows it; a later change to the same
+            node supersedes it (what it set may never show), so the sample is dropped."""
             started = time.monotonic()
             while time.monotonic() - started < 120:
+                if latest[node] != change:
+                    superseded["samples"] += 1
+                    return
                 try:
                     if check(placement.provider(node)):
                         lags.append(time.monotonic() - started)
                         return
                 except Exception:  # noqa: S110 - a read racing a write: look again
                     pass
-                time.sleep(0.1)
+                time.sleep(0.25)
             lags.append(float("inf"))
 
         end = time.monotonic() + args.minutes * 60
@@ -131,11 +138,12 @@ def main(argv=None):
                     def check(p, trait=trait):
                         return p and trait in p["traits"]
                 changes[kind] += 1
+                latest[node] = n
             except AssertionError as e:  # Ironic refused (e.g. sqlite busy): count, go on
                 changes["refused"] += 1
                 print(f"change refused: {str(e)[:120]}", flush=True)
             if check and n % 20 == 0:  # watch one change a second
-                threading.Thread(target=watch, args=(node, check), daemon=True).start()
+                threading.Thread(target=watch, args=(node, n, check), daemon=True).start()
             if time.monotonic() >= next_kill:
                 victim = rng.choice(agents)
                 totals.update(victim.counters())
@@ -168,6 +176,7 @@ def main(argv=None):
             "conflicts": int(totals["rp_reporter_generation_conflicts_total"]),
             "retries": int(totals["rp_reporter_sync_failures_total"]),
             "lag_samples": len(lags),
+            "lag_samples_superseded": superseded["samples"],
             "lag_p50_s": round(sorted(lags)[len(lags) // 2], 3) if lags else None,
             "lag_max_s": round(max(lags), 3) if lags else None,
             "inexact_at_end": len(inexact),
