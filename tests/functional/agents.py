@@ -10,6 +10,18 @@ from tools import fleet
 from tools import localstack
 
 
+def inventory(placement, node):
+    """The provider's inventories, or None while it does not exist (safe in a wait)."""
+    provider = placement.provider(node)
+    return provider and provider["inventories"]
+
+
+def traits(placement, node):
+    """The provider's traits, or an empty set while it does not exist."""
+    provider = placement.provider(node)
+    return provider["traits"] if provider else set()
+
+
 def wait_for(check, timeout, what):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

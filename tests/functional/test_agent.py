@@ -10,15 +10,12 @@ import oslo_messaging
 import pytest
 from oslo_config import cfg
 
+from tests.functional.agents import inventory
+from tests.functional.agents import traits
 from tests.functional.agents import wait_for
 
 GOLD = "CUSTOM_BAREMETAL_GOLD"
 pytestmark = pytest.mark.functional
-
-
-def inventory(placement, node):
-    provider = placement.provider(node)
-    return provider and provider["inventories"]
 
 
 def test_fast_path_carries_each_kind_of_change(agents, ironic, placement):
@@ -28,7 +25,7 @@ def test_fast_path_carries_each_kind_of_change(agents, ironic, placement):
     ironic.set_maintenance(node, True)
     wait_for(lambda: inventory(placement, node) == {GOLD: (1, 1, 1)}, 10, "maintenance")
     ironic.set_traits(node, ["CUSTOM_FAST"])
-    wait_for(lambda: "CUSTOM_FAST" in placement.provider(node)["traits"], 10, "traits")
+    wait_for(lambda: "CUSTOM_FAST" in traits(placement, node), 10, "traits")
     ironic.set_maintenance(node, False)
     ironic.set_power(node, "power off")
     ironic.patch(node, instance_uuid="7f8c5a30-5f5c-4a37-a1b3-0a8d0f1b2c3d")

@@ -10,6 +10,7 @@ import oslo_messaging
 import pytest
 from oslo_config import cfg
 
+from tests.functional.agents import inventory
 from tests.functional.agents import wait_for
 from tools import bench
 
@@ -39,7 +40,7 @@ def test_ironic_down_then_back(agents, ironic, placement, stack, cli):
     time.sleep(3)  # several failed passes: still one log line for the outage
     stack.start_ironic()
     ironic.set_maintenance(node, True)
-    wait_for(lambda: placement.provider(node)["inventories"] == {GOLD: (1, 1, 1)}, 20,
+    wait_for(lambda: inventory(placement, node) == {GOLD: (1, 1, 1)}, 20,
              "change after Ironic returned")
     wait_for(agent.healthy, 15, "healthy again")
     log = agent.output()
@@ -67,7 +68,7 @@ def test_stale_duplicated_and_reordered_notifications_never_roll_back(agents, ir
                                                                       stack, cli):
     node = ironic.create(maintenance=True)
     agent = agents()
-    wait_for(lambda: placement.provider(node)["inventories"] == {GOLD: (1, 1, 1)}, 10, "synced")
+    wait_for(lambda: inventory(placement, node) == {GOLD: (1, 1, 1)}, 10, "synced")
     conf = cfg.ConfigOpts()
     oslo_messaging.set_transport_defaults(control_exchange="ironic")
     transport = oslo_messaging.get_notification_transport(conf, url=stack.transport_url)
@@ -92,7 +93,7 @@ def test_stale_duplicated_and_reordered_notifications_never_roll_back(agents, ir
     # Ironic says maintenance: Placement must still say reserved, whatever the bus said.
     assert placement.provider(node)["inventories"] == {GOLD: (1, 1, 1)}
     ironic.set_maintenance(node, False)  # the real change still gets through
-    wait_for(lambda: placement.provider(node)["inventories"] == {GOLD: (1, 0, 1)}, 10, "real")
+    wait_for(lambda: inventory(placement, node) == {GOLD: (1, 0, 1)}, 10, "real")
     transport.cleanup()
     assert_invariants(cli, placement, {})
 
@@ -106,7 +107,7 @@ def test_foreign_writer_racing_the_agent_converges(agents, ironic, placement, cl
             ironic.set_maintenance(n, round_ % 2 == 0)
             placement.add_trait(n, f"CUSTOM_FOREIGN_{round_}")
     want = (1, 1, 1)  # the last round set maintenance
-    wait_for(lambda: all(placement.provider(n)["inventories"] == {GOLD: want} for n in nodes),
+    wait_for(lambda: all(inventory(placement, n) == {GOLD: want} for n in nodes),
              20, "every node right despite the racing writer")
     for n in nodes:  # the foreign writer lost nothing either
         assert {f"CUSTOM_FOREIGN_{r}" for r in range(5)} <= placement.provider(n)["traits"]

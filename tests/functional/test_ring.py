@@ -8,6 +8,7 @@ import time
 import pytest
 
 from tests.functional.agents import AgentProcess
+from tests.functional.agents import traits
 from tests.functional.agents import wait_for
 from tools import bench
 
@@ -83,7 +84,7 @@ def test_agents_split_the_fleet_and_survive_one_dying(fleet_of, ironic, placemen
     killed_at = time.monotonic()
     orphan = next(n for n, o in owners.items() if o == "agent-1")
     ironic.set_traits(orphan, ["CUSTOM_AFTER_KILL"])
-    arrived = wait_for(lambda: "CUSTOM_AFTER_KILL" in placement.provider(orphan)["traits"],
+    arrived = wait_for(lambda: "CUSTOM_AFTER_KILL" in traits(placement, orphan),
                        LEASE + 5, "change on the dead agent's node")
     print(f"takeover: {arrived - killed_at:.2f} s (lease {LEASE} s)")
     survivors = [agents[0], agents[2]]
@@ -119,6 +120,6 @@ def test_losing_the_backend_fences_writes_until_it_returns(fleet_of, ironic, pla
     time.sleep(2)  # notifications still arrive, but nobody may write
     assert "CUSTOM_WHILE_FENCED" not in placement.provider(nodes[0])["traits"]
     stack.start_redis()
-    wait_for(lambda: "CUSTOM_WHILE_FENCED" in placement.provider(nodes[0])["traits"], 20,
+    wait_for(lambda: "CUSTOM_WHILE_FENCED" in traits(placement, nodes[0]), 20,
              "the change made while fenced, after the backend returned")
     assert all(a.proc.poll() is None for a in agents)
