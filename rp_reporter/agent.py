@@ -104,7 +104,7 @@ class Agent:
         """One periodic reconcile: bulk observation, enqueue what differs."""
         started = time.monotonic()
         try:
-            keys, nodes = self.reconciler.drift()
+            keys, nodes, skipped = self.reconciler.drift()
         except placement_sync.PlacementError as e:
             self.placement_dep.failed(e)
             return
@@ -116,6 +116,7 @@ class Agent:
         for key in keys:
             self.queue.add(key)
         self.metrics.nodes_owned.set(nodes)
+        self.metrics.nodes_skipped.set(skipped)
         self.metrics.reconcile_seconds.set(time.monotonic() - started)
         self.metrics.reconcile_drift.set(len(keys))
         if keys:

@@ -31,6 +31,10 @@ class Metrics:
                                           registry=r)
         self.nodes_owned = prom.Gauge("rp_reporter_nodes_owned",
                                       "Nodes this agent is responsible for.", registry=r)
+        self.nodes_skipped = prom.Gauge("rp_reporter_nodes_skipped",
+                                        "Owned nodes that offer nothing (no or bad resource "
+                                        "class, unreadable record); each is logged once.",
+                                        registry=r)
         self.reconcile_seconds = prom.Gauge("rp_reporter_last_reconcile_seconds",
                                             "Duration of the last reconcile observation.",
                                             registry=r)

@@ -131,12 +131,18 @@ class Reconciler:
         """The periodic resync of the agent: bulk observation, then only the owned nodes
         whose provider may differ from desired (and providers whose node may be gone).
 
-        Returns (keys to sync, nodes observed).  The cache decides what is in step,
-        so a fleet with nothing changed yields no keys and no per-provider reads.
+        Returns (keys to sync, nodes observed, nodes skipped).  The cache decides
+        what is in step, so a fleet with nothing changed yields no keys and no
+        per-provider reads.  A node that cannot be offered is logged once.
         """
-        desired, listed, gone = self._observe(Summary())
+        summary = Summary()
+        desired, listed, gone = self._observe(summary)
         keys = [d.uuid for d in desired if not self.syncer.in_step(d, listed.get(d.uuid))]
-        return keys + gone, len(desired)
+        for d in desired:
+            if d.problem:
+                self._log_problem_once(d.uuid, d.problem)
+        skipped = sum(1 for d in desired if d.problem) + summary.outcomes[Outcome.SKIPPED]
+        return keys + gone, len(desired), skipped
 
     def _delete_one(self, uuid, dry_run):
         try:

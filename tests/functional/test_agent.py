@@ -134,8 +134,14 @@ def test_bad_notifications_are_dropped_and_good_ones_still_served(agents, ironic
 def test_without_transport_url_the_agent_says_so(agents, ironic, placement):
     agent = agents(notifications={"transport_url": ""}, reconcile={"interval": 1})
     node = ironic.create()
+    unclassified = ironic.create(state="enroll", resource_class=None)
     wait_for(lambda: inventory(placement, node) == {GOLD: (1, 0, 1)}, 15, "via reconcile")
     assert "reconcile loop only" in agent.output()
+    # A node with no class: no provider, one log line however many passes, a metric.
+    wait_for(lambda: agent.metric("rp_reporter_nodes_skipped") == 1, 10, "skip counted")
+    time.sleep(2)  # a few more passes
+    assert placement.provider(unclassified) is None
+    assert agent.output().count(f"node {unclassified}: skipped: node has no resource_class") == 1
 
 
 def test_agent_refuses_bad_configuration(tmp_path):
