@@ -33,7 +33,8 @@ def assert_invariants(cli, placement, allocations):
 def test_ironic_down_then_back(agents, ironic, placement, stack, cli):
     node, used = ironic.create_many(2)
     agent = agents(reconcile={"interval": 2, "jitter": 0})
-    wait_for(lambda: placement.provider(used), 15, "synced")
+    # The provider exists before its inventory is written: wait for the inventory.
+    wait_for(lambda: inventory(placement, used) == {GOLD: (1, 0, 1)}, 15, "synced")
     consumer = placement.allocate(used, GOLD)
     stack.stop(["ironic"])
     wait_for(lambda: not agent.healthy(), 15, "health reports the outage")
