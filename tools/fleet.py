@@ -143,6 +143,11 @@ class Placement:
         resp = self.http.get(f"{self.url}/resource_providers/{rp}/inventories", timeout=30)
         return resp.json()["inventories"] if resp.status_code == 200 else None
 
+    def provider_trait_names(self, rp):
+        """One read: the traits, or an empty set (for tight polling)."""
+        resp = self.http.get(f"{self.url}/resource_providers/{rp}/traits", timeout=30)
+        return set(resp.json()["traits"]) if resp.status_code == 200 else set()
+
     def allocate(self, rp, resource_class):
         consumer = str(uuid.uuid4())
         self._call("PUT", f"/allocations/{consumer}", json={

@@ -99,12 +99,12 @@ def main(argv=None):
                     superseded["samples"] += 1
                     return
                 try:
-                    if check(placement.provider(node)):
+                    if check(node):  # one Placement read: watchers must not starve the agents
                         lags.append(time.monotonic() - started)
                         return
                 except Exception:  # noqa: S110 - a read racing a write: look again
                     pass
-                time.sleep(0.25)
+                time.sleep(0.5)
             lags.append(float("inf"))
 
         end = time.monotonic() + args.minutes * 60
@@ -122,21 +122,23 @@ def main(argv=None):
                     maintenance[node] = not maintenance[node]
                     ironic.set_maintenance(node, maintenance[node])
                     want = int(maintenance[node])
-                    def check(p, want=want):
-                        return p and p["inventories"]["CUSTOM_BAREMETAL_GOLD"][1] == want
+                    def check(node, want=want):
+                        inv = placement.provider_inventories(node) or {}
+                        return inv.get("CUSTOM_BAREMETAL_GOLD", {}).get("reserved") == want
                 elif kind == "class":
                     node = rng.choice(enrolled)
                     rc = rng.choice(("soak-a", "soak-b", "soak-c"))
                     ironic.patch(node, resource_class=rc)
                     want = "CUSTOM_" + rc.upper().replace("-", "_")
-                    def check(p, want=want):
-                        return p and want in p["inventories"]
+                    def check(node, want=want):
+                        return want in (placement.provider_inventories(node) or {})
                 else:
                     node = rng.choice(enrolled + live)
-                    trait = f"CUSTOM_SOAK_{n}"
+                    # A fixed pool of names, as in a real cloud: creating a trait is one-time.
+                    trait = f"CUSTOM_SOAK_{rng.randrange(20)}"
                     ironic.set_traits(node, [trait])
-                    def check(p, trait=trait):
-                        return p and trait in p["traits"]
+                    def check(node, trait=trait):
+                        return trait in placement.provider_trait_names(node)
                 changes[kind] += 1
                 latest[node] = n
             except AssertionError as e:  # Ironic refused (e.g. sqlite busy): count, go on
