@@ -25,7 +25,6 @@ from rp_reporter import conf as rp_conf
 from rp_reporter import membership as rp_membership
 from rp_reporter import metrics as rp_metrics
 from rp_reporter import model
-from rp_reporter import ring as rp_ring
 from rp_reporter import wiring
 from rp_reporter.outage import Outage
 from rp_reporter.sync import placement as placement_sync
@@ -60,8 +59,7 @@ class Agent:
 
     # -- ownership ------------------------------------------------------------
     def _ring(self, members):
-        return rp_ring.Ring(members, partitions=self.conf.ring.partitions,
-                            hash_function=self.conf.ring.hash_algorithm)
+        return wiring.ring(self.conf, members)
 
     def owns(self, uuid):
         """This agent syncs the node: it is a live, unfenced member and the ring says so."""

@@ -26,6 +26,7 @@ from rp_reporter import conf as rp_conf
 from rp_reporter import membership
 from rp_reporter import model
 from rp_reporter import ring as rp_ring
+from rp_reporter import wiring
 from rp_reporter.sync import plan as planner
 
 LOG = logging.getLogger(__name__)
@@ -97,9 +98,7 @@ class IronicDriver(ironic_driver.IronicDriver):
             host}
 
     def _refresh_hash_ring(self, ctxt):
-        rp = self._reporter_conf()
-        self.rp_ring = rp_ring.Ring(self._ring_members(ctxt), partitions=rp.ring.partitions,
-                                    hash_function=rp.ring.hash_algorithm)
+        self.rp_ring = wiring.ring(self._reporter_conf(), self._ring_members(ctxt))
         LOG.debug("ring members: %s", sorted(self.rp_ring.members))
 
     def _refresh_cache(self):

@@ -7,6 +7,7 @@ the core modules never read configuration themselves.
 from keystoneauth1 import exceptions as ksa_exc
 
 from rp_reporter import conf as rp_conf
+from rp_reporter import ring as rp_ring
 from rp_reporter.sync import ironic as ironic_sync
 from rp_reporter.sync import placement as placement_sync
 from rp_reporter.sync import provider
@@ -48,3 +49,9 @@ def reconciler(conf, owns=None):
                                    conflict_retries=conf.reconcile.conflict_retries)
     return reconcile.Reconciler(ironic_client(conf), syncer,
                                 workers=conf.reconcile.workers, owns=owns)
+
+
+def ring(conf, members):
+    """The hash ring over these members, as [ring] configures it."""
+    return rp_ring.Ring(members, partitions=conf.ring.partitions,
+                        hash_function=conf.ring.hash_algorithm)

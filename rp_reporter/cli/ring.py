@@ -4,7 +4,6 @@ from cliff import lister
 
 from rp_reporter import membership
 from rp_reporter import model
-from rp_reporter import ring as rp_ring
 from rp_reporter import wiring
 from rp_reporter.cli import app
 
@@ -23,8 +22,7 @@ class RingShow(app.CommandMixin, lister.Lister):
         members, liveness = membership.live_members(conf)
         if not members:
             raise app.UsageError(f"no live members in group {conf.coordination.group!r}")
-        ring = rp_ring.Ring(members, partitions=conf.ring.partitions,
-                            hash_function=conf.ring.hash_algorithm)
+        ring = wiring.ring(conf, members)
         nodes = []
         for record in wiring.ironic_client(conf).list_nodes():
             try:

@@ -5,7 +5,6 @@ from cliff import lister
 
 from rp_reporter import membership
 from rp_reporter import model
-from rp_reporter import ring as rp_ring
 from rp_reporter import wiring
 from rp_reporter.cli import app
 from rp_reporter.sync import plan as planner
@@ -42,8 +41,7 @@ class Status(app.CommandMixin, lister.Lister):
         else:
             records = ironic.list_nodes()
         members, _ = membership.live_members(conf)
-        ring = rp_ring.Ring(members, partitions=conf.ring.partitions,
-                            hash_function=conf.ring.hash_algorithm) if members else None
+        ring = wiring.ring(conf, members) if members else None
         rows = []
         for record in records:
             try:
