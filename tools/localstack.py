@@ -313,6 +313,7 @@ host_ip = 127.0.0.1
 port = {port}
 [database]
 connection = sqlite:///{dir}/ironic.db
+sqlite_synchronous = false
 [dhcp]
 dhcp_provider = none
 [conductor]

@@ -13,6 +13,8 @@ Prints events, writes, conflicts, retries and the largest lag; saves JSON.
 
 import argparse
 import collections
+import concurrent.futures
+import functools
 import json
 import os
 import random
@@ -69,6 +71,9 @@ def main(argv=None):
     parser.add_argument("--rate", type=float, default=20, help="changes per second")
     parser.add_argument("--kill-every", type=float, default=300, help="seconds")
     parser.add_argument("--lease", type=float, default=10)
+    parser.add_argument("--writers", type=int, default=2,
+                        help="threads making the changes (one Ironic call takes 40-75 ms; "
+                             "more threads only contend for its sqlite)")
     args = parser.parse_args(argv)
 
     workdir = tempfile.mkdtemp(prefix="rp-soak-")
@@ -107,56 +112,91 @@ def main(argv=None):
                 time.sleep(0.5)
             lags.append(float("inf"))
 
-        end = time.monotonic() + args.minutes * 60
-        next_kill = time.monotonic() + args.kill_every
+        # Changes go out from a small pool, since one Ironic call takes 40-75 ms here;
+        # a node has at most one change in flight, so the order of its changes is the
+        # order they were made.
+        lock = threading.Lock()
+        in_flight = set()
+        pool = concurrent.futures.ThreadPoolExecutor(args.writers)
+        # No backlog: when Ironic cannot keep up, the rate falls (and is reported).
+        slots = threading.BoundedSemaphore(args.writers)
+
+        def apply(node, n, kind, change, check):
+            try:
+                change()
+                with lock:
+                    changes[kind] += 1
+                    latest[node] = n
+                if n % 20 == 0:  # watch one change a second
+                    threading.Thread(target=watch, args=(node, n, check), daemon=True).start()
+            except AssertionError as e:  # Ironic refused (e.g. sqlite busy): count, go on
+                with lock:
+                    changes["refused"] += 1
+                print(f"change refused: {str(e)[:120]}", flush=True)
+            finally:
+                with lock:
+                    in_flight.discard(node)
+                slots.release()
+
+        def pick(nodes):
+            with lock:
+                for _ in range(20):
+                    node = rng.choice(nodes)
+                    if node not in in_flight:
+                        in_flight.add(node)
+                        return node
+            return None
+
+        started = time.monotonic()
+        end = started + args.minutes * 60
+        next_kill = started + args.kill_every
         rng = random.Random(7)
         n = 0
         while time.monotonic() < end:
-            tick = time.monotonic()
             n += 1
             kind = rng.choice(("traits", "traits", "class", "maintenance"))
-            check = None
-            try:
-                if kind == "maintenance":
-                    node = rng.choice(live)
-                    maintenance[node] = not maintenance[node]
-                    ironic.set_maintenance(node, maintenance[node])
-                    want = int(maintenance[node])
-                    def check(node, want=want):
-                        inv = placement.provider_inventories(node) or {}
-                        return inv.get("CUSTOM_BAREMETAL_GOLD", {}).get("reserved") == want
-                elif kind == "class":
-                    node = rng.choice(enrolled)
-                    rc = rng.choice(("soak-a", "soak-b", "soak-c"))
-                    ironic.patch(node, resource_class=rc)
-                    want = "CUSTOM_" + rc.upper().replace("-", "_")
-                    def check(node, want=want):
-                        return want in (placement.provider_inventories(node) or {})
-                else:
-                    node = rng.choice(enrolled + live)
-                    # A fixed pool of names, as in a real cloud: creating a trait is one-time.
-                    trait = f"CUSTOM_SOAK_{rng.randrange(20)}"
-                    ironic.set_traits(node, [trait])
-                    def check(node, trait=trait):
-                        return trait in placement.provider_trait_names(node)
-                changes[kind] += 1
-                latest[node] = n
-            except AssertionError as e:  # Ironic refused (e.g. sqlite busy): count, go on
-                changes["refused"] += 1
-                print(f"change refused: {str(e)[:120]}", flush=True)
-            if check and n % 20 == 0:  # watch one change a second
-                threading.Thread(target=watch, args=(node, n, check), daemon=True).start()
+            slots.acquire()
+            node = pick(live if kind == "maintenance" else
+                        enrolled if kind == "class" else enrolled + live)
+            if node is None:
+                changes["skipped_busy"] += 1
+                slots.release()
+            elif kind == "maintenance":
+                maintenance[node] = not maintenance[node]
+                want = int(maintenance[node])
+                def check(node, want=want):
+                    inv = placement.provider_inventories(node) or {}
+                    return inv.get("CUSTOM_BAREMETAL_GOLD", {}).get("reserved") == want
+                pool.submit(apply, node, n, kind,
+                            functools.partial(ironic.set_maintenance, node, bool(want)), check)
+            elif kind == "class":
+                rc = rng.choice(("soak-a", "soak-b", "soak-c"))
+                want = "CUSTOM_" + rc.upper().replace("-", "_")
+                def check(node, want=want):
+                    return want in (placement.provider_inventories(node) or {})
+                pool.submit(apply, node, n, kind,
+                            functools.partial(ironic.patch, node, resource_class=rc), check)
+            else:
+                # A fixed pool of names, as in a real cloud: creating a trait is one-time.
+                trait = f"CUSTOM_SOAK_{rng.randrange(20)}"
+                def check(node, trait=trait):
+                    return trait in placement.provider_trait_names(node)
+                pool.submit(apply, node, n, kind,
+                            functools.partial(ironic.set_traits, node, [trait]), check)
             if time.monotonic() >= next_kill:
                 victim = rng.choice(agents)
                 totals.update(victim.counters())
                 victim.proc.send_signal(signal.SIGKILL)
                 victim.proc.wait()
                 kills += 1
-                print(f"{time.strftime('%H:%M:%S')} killed {victim.name}; restarting",
-                      flush=True)
+                print(f"{time.strftime('%H:%M:%S')} killed {victim.name}; restarting "
+                      f"({sum(changes.values())} changes so far)", flush=True)
                 victim.start()
                 next_kill += args.kill_every
-            time.sleep(max(0, 1 / args.rate - (time.monotonic() - tick)))
+            # Paced against the clock, not per loop, so a slow moment is caught up.
+            time.sleep(max(0, started + n / args.rate - time.monotonic()))
+        pool.shutdown(wait=True)
+        changing_seconds = time.monotonic() - started
 
         print("changes done; waiting for the agents to settle", flush=True)
         deadline = time.monotonic() + 300
@@ -173,6 +213,8 @@ def main(argv=None):
         result = {
             "agents": args.agents, "nodes": args.nodes, "minutes": args.minutes,
             "changes": dict(changes), "agent_kills": kills,
+            "changes_per_second": round(sum(changes[k] for k in (
+                "traits", "class", "maintenance")) / changing_seconds, 2),
             "events": int(totals["rp_reporter_notifications_total"]),
             "writes": int(totals["rp_reporter_placement_writes_total"]),
             "conflicts": int(totals["rp_reporter_generation_conflicts_total"]),
