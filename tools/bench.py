@@ -1,29 +1,37 @@
 """Benchmarks on the real local stack; they print figures and assert nothing.
 
-    tox -e bench                               # all of them
-    tox -e bench -- reconcile --nodes 1000
-    tox -e bench -- latency --nodes 1000 --toggles 200
+    tox -e bench                               # every figure below, in one run (~40 min)
+    tox -e bench -- compare --nodes 1000 10000  # against nova's SchedulerReportClient
+    tox -e bench -- latency --nodes 1000 --toggles 200 --agents 4
     tox -e bench -- ring
-    tox -e bench -- compare --nodes 1000        # against nova's SchedulerReportClient
+    tox -e bench -- rss --nodes 100000          # Ironic's read side is a stub (labelled)
+    tox -e bench -- reshaper --nodes 1000       # POST /reshaper as a bulk path
+    tox -e bench -- reconcile --nodes 1000      # ours alone, plus a cold new process
 
-reconcile: loads N nodes into a fresh Ironic (enroll state, two classes,
-every tenth with a trait), then measures the initial reconcile, a pass with
-nothing changed (warm, same process), the same from a new process (cold
-cache), and a drift of 1% of the nodes.
+compare (tools/bench_nova.py): initial sync, a pass with nothing changed, a
+new process, and a drift of 1% of the nodes: ours, nova's report client driven
+the way nova-compute's resource tracker drives it, and a bare loop of the
+minimal writes (and the two listings a pass cannot avoid), each on its own
+real Placement.
 
 latency: N nodes (of which --available go through to 'available', so a
-maintenance toggle changes what Placement must show), one rp-reporter-agent
-with notifications; toggles maintenance one node at a time and times each
-from the Ironic API call returning to Placement showing the new reserved
-value (polled), plus the agent's own event-to-write histogram.
+maintenance toggle changes what Placement must show), --agents agents on a
+Redis ring with notifications; toggles maintenance one node at a time and times
+each from the Ironic API call returning to Placement showing the new reserved
+value (polled), then a burst of 1,000 changes, plus the agents' own
+event-to-write histogram.
 
 ring: balance (max/mean load) and the fraction of nodes that move for 3->4,
 4->3 and 8->9 members at 10,000 and 100,000 nodes, against the ideal 1/M.
 
-Figures go to stdout as tables and to bench-results/*.json.
+rss (tools/bench_rss.py): peak RSS of one agent's state for 100,000 nodes.
+
+Figures go to stdout as tables and to bench-results/ (JSON, summary.md with
+the targets checked, bench.png).
 """
 
 import argparse
+import collections
 import concurrent.futures
 import contextlib
 import json
@@ -124,27 +132,38 @@ def scrape(port, name):
 def bench_latency(args):
     workdir = tempfile.mkdtemp(prefix="rp-bench-")
     stack = localstack.LocalStack(workdir)
-    agent = None
+    agents = []
     try:
-        stack.start(["rabbitmq", "placement", "ironic"])
+        stack.start(["rabbitmq", "placement", "ironic"] + (["redis"] if args.agents > 1 else []))
         ironic = fleet.Ironic(stack.ironic_url, "bench")
         placement = fleet.Placement(stack.placement_url)
         live = ironic.create_many(args.available)
         all_nodes = live + load_nodes(ironic, args.nodes - args.available)
-        port = localstack.free_port()
-        conf_path = os.path.join(workdir, "agent.conf")
-        with open(conf_path, "w") as f:
-            f.write(stack.reporter_conf(ironic={"shard": "bench"}, reconcile={"interval": 3600},
-                                        agent={"metrics_bind": f"127.0.0.1:{port}"}))
-        agent = subprocess.Popen([sys.executable, "-m", "rp_reporter.agent", "--config-file",
-                                  conf_path], stdout=subprocess.DEVNULL,
-                                 stderr=open(os.path.join(workdir, "agent.log"), "w"))
-        deadline = time.monotonic() + 300
+        ports = []
+        for i in range(args.agents):
+            ports.append(localstack.free_port())
+            conf_path = os.path.join(workdir, f"agent-{i}.conf")
+            coordination = {"backend_url": stack.redis_url} if args.agents > 1 else {}
+            with open(conf_path, "w") as f:
+                f.write(stack.reporter_conf(
+                    DEFAULT={"host": f"bench-{i}"}, ironic={"shard": "bench"},
+                    reconcile={"interval": 3600}, coordination=coordination,
+                    agent={"metrics_bind": f"127.0.0.1:{ports[-1]}"}))
+            agents.append(subprocess.Popen(
+                [sys.executable, "-m", "rp_reporter.agent", "--config-file", conf_path],
+                stdout=subprocess.DEVNULL,
+                stderr=open(os.path.join(workdir, f"agent-{i}.log"), "w")))
+
+        def queue_depth():
+            """Work queued over all agents (1 for one not answering yet)."""
+            return sum(scrape(p, "rp_reporter_queue_depth").get("rp_reporter_queue_depth", 1)
+                       for p in ports)
+
+        deadline = time.monotonic() + 600
         while time.monotonic() < deadline:  # initial sync done: every node has a provider
             time.sleep(1)
             with contextlib.suppress(OSError, ValueError):
-                if scrape(port, "rp_reporter_queue_depth").get("rp_reporter_queue_depth") == 0 \
-                        and all(placement.provider(n) for n in live[:: 10]):
+                if queue_depth() == 0 and all(placement.provider(n) for n in live[:: 10]):
                     break
         print(f"{args.nodes} nodes synced; toggling maintenance {args.toggles} times", flush=True)
         state = {n: False for n in live}
@@ -168,16 +187,16 @@ def bench_latency(args):
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             list(pool.map(lambda n: ironic.set_traits(n, ["CUSTOM_BURST"]), enrolled))
         issued = time.monotonic() - started
-        def queue_depth():
-            return scrape(port, "rp_reporter_queue_depth").get("rp_reporter_queue_depth", 1)
         while queue_depth() or (time.sleep(0.5) or queue_depth()):  # idle twice in a row
             time.sleep(0.1)
         settled = time.monotonic() - started - issued
+        hist = collections.Counter()
+        for port in ports:
+            hist.update(scrape(port, "rp_reporter_event_to_write_seconds"))
         wrong = [n for n in enrolled if "CUSTOM_BURST" not in placement.provider(n)["traits"]]
-        hist = scrape(port, "rp_reporter_event_to_write_seconds")
         count = hist.get("rp_reporter_event_to_write_seconds_count", 0)
         result = {
-            "nodes": args.nodes, "toggles": len(latencies),
+            "nodes": args.nodes, "agents": args.agents, "toggles": len(latencies),
             "p50_ms": round(1000 * percentile(latencies, 50), 1),
             "p90_ms": round(1000 * percentile(latencies, 90), 1),
             "p99_ms": round(1000 * percentile(latencies, 99), 1),
@@ -192,9 +211,11 @@ def bench_latency(args):
         }
         print_table([{"measure": k, "value": v} for k, v in result.items()], ("measure", "value"))
         save(result, "latency")
+        return result
     finally:
-        if agent:
+        for agent in agents:
             agent.send_signal(signal.SIGTERM)
+        for agent in agents:
             agent.wait(15)
         stack.stop()
 
@@ -221,31 +242,56 @@ def bench_ring(args):
     print_table(results, ("members", "nodes", "balance_max_mean", "moved", "ideal",
                           "moved_vs_ideal", "seconds"))
     save(results, "ring")
+    return results
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="bench")
+    every = sub.add_parser("all", help="every figure of issue 8 in one run (the default)")
     rec = sub.add_parser("reconcile")
     rec.add_argument("--nodes", type=int, default=1000)
     lat = sub.add_parser("latency")
     lat.add_argument("--nodes", type=int, default=1000)
     lat.add_argument("--available", type=int, default=100)
     lat.add_argument("--toggles", type=int, default=200)
+    lat.add_argument("--agents", type=int, default=4, help="on a Redis ring when more than 1")
     rng = sub.add_parser("ring")
     rng.add_argument("--partitions", type=int, default=1024)
     cmp_ = sub.add_parser("compare", help="side by side with nova's report client")
-    cmp_.add_argument("--nodes", type=int, default=1000)
+    rss = sub.add_parser("rss", help="peak RSS of one agent's state (Ironic stub)")
+    rss.add_argument("--nodes", type=int, default=100_000)
+    shaper = sub.add_parser("reshaper", help="POST /reshaper as a bulk inventory path")
+    shaper.add_argument("--nodes", type=int, default=1000)
+    shaper.add_argument("--batches", type=int, nargs="+", default=[50, 100, 250])
+    for p in (cmp_, every):
+        p.add_argument("--nodes", type=int, nargs="+", default=[1000, 10_000])
+        p.add_argument("--nova-max-nodes", type=int, default=1000,
+                       help="nova's pass is quadratic: about 2 h at 10,000 nodes here")
     args = parser.parse_args(argv)
+    if args.bench == "reconcile":
+        return bench_reconcile(args)
+    if args.bench == "latency":
+        return bench_latency(args)
+    if args.bench == "ring":
+        return bench_ring(args)
+    if args.bench == "reshaper":
+        from tools import bench_reshaper
+        return bench_reshaper.bench_reshaper(args)
+    from tools import bench_report
+    from tools import bench_rss
+    if args.bench == "rss":
+        return bench_report.write({"rss": bench_rss.bench_rss(args)})
+    from tools import bench_nova  # imports nova: only here
     if args.bench == "compare":
-        from tools import bench_nova  # imports nova: only here
-        return bench_nova.compare(args)
-    if args.bench in (None, "reconcile"):
-        bench_reconcile(args if args.bench else rec.parse_args([]))
-    if args.bench in (None, "latency"):
-        bench_latency(args if args.bench else lat.parse_args([]))
-    if args.bench in (None, "ring"):
-        bench_ring(args if args.bench else rng.parse_args([]))
+        return bench_report.write({"compare": bench_nova.compare(args)})
+    args = args if args.bench else every.parse_args([])
+    bench_report.write({
+        "compare": bench_nova.compare(args),
+        "latency": bench_latency(lat.parse_args([])),
+        "ring": bench_ring(rng.parse_args([])),
+        "rss": bench_rss.bench_rss(rss.parse_args([])),
+    })
 
 
 if __name__ == "__main__":

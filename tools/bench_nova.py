@@ -1,6 +1,6 @@
 """Side by side with nova's own reporting (needs nova: ``pip install .[nova]``).
 
-    tox -e bench -- compare --nodes 1000
+    tox -e bench -- compare --nodes 1000 10000     # nova up to --nova-max-nodes (1000)
 
 One real Ironic holds N nodes; each contender gets its own fresh real Placement
 (same configuration), so nobody adopts anybody's providers:
@@ -86,22 +86,39 @@ def timed(fn):
 
 
 def compare(args):
+    """Side by side at each size in ``args.nodes``; nova only up to ``args.nova_max_nodes``."""
     import nova.conf
-    from nova import context as nova_context
     from nova import objects
-    from nova.scheduler.client import report
 
     nova.conf.CONF([], project="nova")
     objects.register_all()
+    results = {"rows": [], "ratios": {}}
+    for nodes in args.nodes:
+        rows, ratios = compare_at(nodes, with_nova=nodes <= args.nova_max_nodes)
+        results["rows"] += rows
+        results["ratios"][nodes] = ratios
+    bench.save(results, "compare")
+    write_markdown(results, "bench-results/compare.md")
+    return results
+
+
+def compare_at(nodes, with_nova):
+    from nova import context as nova_context
+    from nova.scheduler.client import report
+
     stack = localstack.LocalStack()
-    extra = {name: localstack.LocalStack() for name in ("nova", "bare")}
+    extra = {name: localstack.LocalStack() for name in ("nova", "bare") if with_nova or
+             name == "bare"}
     results = []
     try:
         stack.start(["rabbitmq", "placement", "ironic"])
         for s in extra.values():
             s.start(["placement"])
         ironic = fleet.Ironic(stack.ironic_url, "compare")
-        bench.load_nodes(ironic, args.nodes)
+        started = time.monotonic()
+        bench.load_nodes(ironic, nodes)
+        print(f"loaded {nodes} nodes into Ironic in {time.monotonic() - started:.0f} s",
+              flush=True)
         conf_path = f"{stack.workdir}/rp.conf"
         with open(conf_path, "w") as f:
             f.write(stack.reporter_conf(ironic={"shard": "compare"}))
@@ -117,66 +134,90 @@ def compare(args):
                             "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
                             "nodes_per_s": round(n / wall, 1) if wall else None,
                             "requests": total, "requests_per_node": round(total / n, 2),
-                            "writes": writes})
-            print(f"{contender:>6} {phase:<28} {wall:8.2f} s  {total:7d} requests", flush=True)
+                            "reads": requests_by_method.get("GET", 0), "writes": writes})
+            print(f"{n:>6} {contender:>6} {phase:<28} {wall:8.2f} s  {total:7d} requests",
+                  flush=True)
 
         # Initial sync.
         summary, wall, cpu = timed(reconciler.run)
         row("ours", "initial sync", wall, cpu, summary.requests)
-        session = ksa_session.Session(auth=token_endpoint.Token(extra["nova"].placement_url,
-                                                                "admin"))
-        nova_adapter = CountingAdapter(session, service_type="placement",
-                                       endpoint_override=extra["nova"].placement_url)
-        nova_client = report.SchedulerReportClient(adapter=nova_adapter)
-        ctx = nova_context.get_admin_context()
-        _, wall, cpu = timed(lambda: nova_pass(nova_client, ctx, desired))
-        row("nova", "initial sync", wall, cpu, nova_adapter.requests)
+        if with_nova:
+            session = ksa_session.Session(auth=token_endpoint.Token(
+                extra["nova"].placement_url, "admin"))
+            nova_adapter = CountingAdapter(session, service_type="placement",
+                                           endpoint_override=extra["nova"].placement_url)
+            nova_client = report.SchedulerReportClient(adapter=nova_adapter)
+            ctx = nova_context.get_admin_context()
+            _, wall, cpu = timed(lambda: nova_pass(nova_client, ctx, desired))
+            row("nova", "initial sync", wall, cpu, nova_adapter.requests)
         writes, wall, cpu = timed(lambda: bare_loop(extra["bare"].placement_url, desired))
         row("bare", "initial sync (minimal writes)", wall, cpu, {"PUT": writes})
 
         # Nothing changed.
         summary, wall, cpu = timed(reconciler.run)
         row("ours", "no change", wall, cpu, summary.requests)
-        before = collections.Counter(nova_adapter.requests)
-        _, wall, cpu = timed(lambda: nova_pass(nova_client, ctx, desired))
-        row("nova", "no change", wall, cpu, nova_adapter.requests - before)
+        if with_nova:
+            before = collections.Counter(nova_adapter.requests)
+            _, wall, cpu = timed(lambda: nova_pass(nova_client, ctx, desired))
+            row("nova", "no change", wall, cpu, nova_adapter.requests - before)
         placement = reconciler.syncer.placement
         _, wall, cpu = timed(lambda: (reconciler.ironic.list_nodes(),
                                       placement.list_providers()))
-        row("bare", "no change (the 2 listings)", wall, cpu, {"GET": 2})
+        row("bare", "no change (the 2 listings)", wall, cpu, {"GET": 1})
+        summary, wall, cpu = timed(wiring.reconciler(conf).run)
+        row("ours", "no change (new process)", wall, cpu, summary.requests)
 
         # Drift of 1%.
-        for uuid in [d.uuid for d in desired][1::100]:
+        drifted = [d.uuid for d in desired if not d.traits][:max(1, n // 100)]
+        for uuid in drifted:
             ironic.set_traits(uuid, ["CUSTOM_DRIFT"])
         summary, wall, cpu = timed(reconciler.run)
-        row("ours", f"drift of {len(desired[1::100])} nodes", wall, cpu, summary.requests)
+        row("ours", f"drift of {len(drifted)} nodes", wall, cpu, summary.requests)
     finally:
         stack.stop()
         for s in extra.values():
             s.stop()
-    by = {(r["contender"], r["phase"].split(" (")[0]): r for r in results}
-    ratios = {
-        "initial sync nodes/s, ours / nova": round(
-            by["ours", "initial sync"]["nodes_per_s"] / by["nova", "initial sync"]["nodes_per_s"],
-            2),
-        "initial sync wall, ours / bare": round(
-            by["ours", "initial sync"]["wall_s"] / by["bare", "initial sync"]["wall_s"], 2),
-        "no change wall, nova / ours": round(
-            by["nova", "no change"]["wall_s"] / by["ours", "no change"]["wall_s"], 2),
-        "no change wall, ours / the two listings": round(
-            by["ours", "no change"]["wall_s"] / by["bare", "no change"]["wall_s"], 2),
+    return results, ratios_of(results)
+
+
+def ratios_of(rows):
+    by = {(r["contender"], r["phase"]): r for r in rows}
+
+    def ratio(a, b, field):
+        if a in by and b in by and by[b][field]:
+            return round(by[a][field] / by[b][field], 2)
+        return None  # the peer did not run at this size
+
+    return {
+        "initial sync nodes/s, ours / nova": ratio(
+            ("ours", "initial sync"), ("nova", "initial sync"), "nodes_per_s"),
+        "initial sync wall, ours / bare": ratio(
+            ("ours", "initial sync"), ("bare", "initial sync (minimal writes)"), "wall_s"),
+        "no change wall, nova / ours": ratio(
+            ("nova", "no change"), ("ours", "no change"), "wall_s"),
+        "no change cpu, nova / ours": ratio(
+            ("nova", "no change"), ("ours", "no change"), "cpu_s"),
+        "no change wall, ours / the two listings": ratio(
+            ("ours", "no change"), ("bare", "no change (the 2 listings)"), "wall_s"),
     }
+
+
+COLUMNS = ("nodes", "contender", "phase", "wall_s", "cpu_s", "nodes_per_s", "requests_per_node",
+           "reads", "writes")
+
+
+def write_markdown(results, path):
+    with open(path, "w") as f:
+        f.write(markdown_table(results["rows"], COLUMNS))
+        for nodes, ratios in results["ratios"].items():
+            f.write(f"\nAt {nodes} nodes:\n")
+            f.write("".join(f"- {k}: **{v if v is not None else 'peer not run'}**\n"
+                            for k, v in ratios.items()))
     print()
-    bench.print_table(results, ("contender", "phase", "wall_s", "cpu_s", "nodes_per_s",
-                                "requests", "requests_per_node", "writes"))
-    print()
-    for name, value in ratios.items():
-        print(f"{name:>40}: {value}")
-    bench.save({"rows": results, "ratios": ratios}, f"compare-{args.nodes}")
-    with open(f"bench-results/compare-{args.nodes}.md", "w") as f:
-        cols = ("contender", "phase", "wall_s", "cpu_s", "nodes_per_s", "requests_per_node",
-                "writes")
-        f.write("| " + " | ".join(cols) + " |\n|" + "---|" * len(cols) + "\n")
-        for r in results:
-            f.write("| " + " | ".join(str(r[c]) for c in cols) + " |\n")
-        f.write("\n" + "\n".join(f"- {k}: **{v}**" for k, v in ratios.items()) + "\n")
+    print(open(path).read())
+
+
+def markdown_table(rows, columns):
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(str(r.get(c, "")) for c in columns) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
