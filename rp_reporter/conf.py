@@ -42,6 +42,11 @@ RECONCILE_OPTS = [
     cfg.IntOpt("conflict_retries", default=5, min=0,
                help="How often one provider is re-read and re-planned after a "
                     "generation conflict before that node counts as failed."),
+    cfg.IntOpt("bulk_batch", default=100, min=0,
+               help="New providers get their inventories this many at a time through "
+                    "one POST /reshaper each (all or nothing; a refused batch goes node "
+                    "by node). Needs the service role (as nova's Placement user has); "
+                    "0 disables it."),
     cfg.IntOpt("interval", default=600, min=1, mutable=True,
                help="Seconds between two reconcile passes of the agent."),
     cfg.FloatOpt("jitter", default=0.1, min=0, max=1, mutable=True,

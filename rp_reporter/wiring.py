@@ -47,8 +47,8 @@ def ironic_client(conf):
 def reconciler(conf, owns=None):
     syncer = provider.ProviderSync(placement_client(conf),
                                    conflict_retries=conf.reconcile.conflict_retries)
-    return reconcile.Reconciler(ironic_client(conf), syncer,
-                                workers=conf.reconcile.workers, owns=owns)
+    return reconcile.Reconciler(ironic_client(conf), syncer, workers=conf.reconcile.workers,
+                                owns=owns, bulk_batch=conf.reconcile.bulk_batch)
 
 
 def ring(conf, members):

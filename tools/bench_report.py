@@ -88,7 +88,12 @@ def plot(results):
                 "bare loop" if phase == "initial sync" else "the two listings")
             ax.bar([i + (k - 1) * width for i in range(len(sizes))], values, width,
                    label=label, color=colors[contender])
-        ax.set_xticks(range(len(sizes)), [f"{n:,} nodes" for n in sizes])
+        ax.set_xticks(range(len(sizes)), [
+            f"{n:,} nodes" + ("" if any(r["nodes"] == n and r["contender"] == "nova"
+                                        for r in rows) else "\n(nova not run)")
+            for n in sizes])
+        if phase == "no change":
+            ax.set_yscale("log")
         ax.set_title(title, fontsize=10)
         ax.legend(fontsize=8)
     lat = results.get("latency")
@@ -104,7 +109,8 @@ def plot(results):
     rss = results.get("rss")
     if rss:
         steps = list(rss["steps"].items())
-        axes[3].barh([s[0][:34] for s in steps], [s[1] for s in steps], color=colors["ours"])
+        axes[3].barh([s[0].split(" (")[0] for s in steps], [s[1] for s in steps],
+                     color=colors["ours"])
         axes[3].axvline(200, ls="--", color="tab:red", label="target")
         axes[3].set_title(f"agent peak RSS MB, {rss['nodes']:,} nodes (Ironic stub)",
                           fontsize=10)

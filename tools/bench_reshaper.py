@@ -39,7 +39,9 @@ def reshape(placement, generations, inventories):
     """One reshaper request; the response."""
     return placement.http.post(
         f"{placement.url}/reshaper", timeout=120,
-        headers={"OpenStack-API-Version": "placement 1.38"},
+        # Reshaper is a service-role call (nova's Placement user has it); the local
+        # stack's noauth2 takes the roles from this header.
+        headers={"OpenStack-API-Version": "placement 1.38", "X-Roles": "admin,service"},
         json={"inventories": {rp: {"resource_provider_generation": gen,
                                    "inventories": inventories}
                               for rp, gen in generations.items()},

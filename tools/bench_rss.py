@@ -122,11 +122,11 @@ def probe(conf_path):
     conf = rp_conf.load(["--config-file", conf_path])
     reconciler = wiring.reconciler(conf)
     keys, nodes, _ = reconciler.drift()
-    steps["drift (both listings, desired for every node)"] = peak_mb()
+    steps["drift (listings, desired state)"] = peak_mb()
     queue = work_queue.WorkQueue(lambda key: True)  # not started: holds the keys
     for key in keys:
         queue.add(key)
-    steps[f"{queue.depth()} keys queued"] = peak_mb()
+    steps[f"queued ({queue.depth()} keys)"] = peak_mb()
     records = reconciler.ironic.list_nodes()
     desired = [model.desired(model.node_from_api(r)) for r in records]
     del records
@@ -135,7 +135,7 @@ def probe(conf_path):
     for d in desired:
         cache[d.uuid] = planner.apply(None, planner.plan(d, None))
     del desired
-    steps[f"cache of {len(cache)} providers + listing of {len(listed)}"] = peak_mb()
+    steps[f"cache and listing ({len(cache)} and {len(listed)} providers)"] = peak_mb()
     print(json.dumps({"nodes": nodes, "peak_rss_mb": peak_mb(), "steps": steps}))
 
 

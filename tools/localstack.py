@@ -255,7 +255,12 @@ class LocalStack:
             with open(conf, "w") as f:
                 f.write("[DEFAULT]\ndebug = False\n[api]\nauth_strategy = noauth2\n"
                         f"[placement_database]\nconnection = sqlite:///{conf_dir}/placement.db\n"
-                        "sqlite_synchronous = false\n")
+                        "sqlite_synchronous = false\n"
+                        f"[oslo_policy]\npolicy_file = {conf_dir}/policy.yaml\n")
+            # The admin token stands in for a service user: reshaper (the bulk
+            # inventory path) is a service-role call.
+            with open(os.path.join(conf_dir, "policy.yaml"), "w") as f:
+                f.write('"placement:reshaper:reshape": "role:admin or role:service"\n')
             subprocess.run([_venv_bin("placement-manage"), "--config-file", conf, "db", "sync"],
                            check=True, capture_output=True)
             wal(os.path.join(conf_dir, "placement.db"))

@@ -23,6 +23,7 @@ LOG = logging.getLogger(__name__)
 # 1.26: reserved may equal total (how a used node is marked); 1.20: POST
 # returns the provider; 1.18: list providers by required trait.
 MICROVERSION = "1.26"
+RESHAPER_MICROVERSION = "1.30"
 CONCURRENT_UPDATE = "placement.concurrent_update"
 
 
@@ -174,6 +175,21 @@ class PlacementClient:
                              json={"resource_provider_generation": generation,
                                    "inventories": inventories})
         return resp.json()["resource_provider_generation"]
+
+    def reshape_inventories(self, entries):
+        """Set many providers' inventories in one request (POST /reshaper, 1.30).
+
+        ``entries``: {uuid: (generation, inventories)}.  All or nothing: one
+        stale generation refuses the whole request (Conflict), changing nothing.
+        """
+        for _, inventories in entries.values():
+            for rc in inventories:
+                self.ensure_resource_class(rc)
+        self._request("POST", "/reshaper", (204,), microversion=RESHAPER_MICROVERSION, json={
+            "inventories": {_rp(uuid).rsplit("/", 1)[1]: {
+                "resource_provider_generation": generation, "inventories": inventories}
+                for uuid, (generation, inventories) in entries.items()},
+            "allocations": {}})
 
     def delete_provider(self, uuid):
         """Delete; False if it was already gone.  Conflict while allocations exist."""

@@ -14,8 +14,11 @@ import time
 
 from rp_reporter.sync import plan as planner
 from rp_reporter.sync.placement import Conflict
+from rp_reporter.sync.placement import PlacementError
 
 LOG = logging.getLogger(__name__)
+
+RESHAPE_GENERATION_STEP = 2
 
 NOT_LISTED = object()  # the bulk listing did not show this provider
 USE_CACHE = object()  # no listing at hand: trust the cache (a stale one costs a 409)
@@ -63,6 +66,7 @@ class ProviderSync:
     def __init__(self, placement, conflict_retries=5):
         self.placement = placement
         self.conflict_retries = conflict_retries
+        self.bulk = True  # POST /reshaper allowed (until Placement says 403)
         self._cache = {}
         self._lock = threading.Lock()
 
@@ -138,16 +142,76 @@ class ProviderSync:
                 LOG.info("node %s: %s; re-reading (attempt %d)", uuid, e, attempt)
                 time.sleep(random.uniform(0, min(0.05 * 2 ** attempt, 1.0)))
                 continue
-            after = dataclasses.replace(planner.apply(observed, ops), generation=generation,
-                                        usages=None)
-            with self._lock:
-                self._cache[uuid] = after
+            self._remember(observed, ops, generation)
             LOG.info("node %s: %s (%s)", uuid, _outcome(ops, desired).value,
                      ", ".join(op.kind for op in ops))
             return Result(uuid, _outcome(ops, desired), ops, observed, desired.problem, attempt)
         return Result(uuid, Outcome.FAILED, (), None,
                       f"generation conflicts {self.conflict_retries + 1} times in a row",
                       self.conflict_retries + 1)
+
+    def _remember(self, observed, ops, generation):
+        after = dataclasses.replace(planner.apply(observed, ops), generation=generation,
+                                    usages=None)
+        with self._lock:
+            self._cache[after.uuid] = after
+
+    def create_many(self, desired_list, pool, batch, one_by_one):
+        """Providers the listing did not show, in fewer requests; yields Results.
+
+        Each is created and given its traits as ``sync`` would (in ``pool``);
+        their inventories then go ``batch`` at a time in one POST /reshaper each,
+        which Placement takes all or nothing.  Whatever leaves this path (a
+        provider that exists after all, an error, a refused batch) goes to
+        ``one_by_one(desired)``, the per-node sync, so the end state is the same.
+        """
+        def prepare(desired):
+            ops = planner.plan(desired, None)
+            if not (self.bulk and ops and isinstance(ops[0], planner.CreateProvider)
+                    and isinstance(ops[-1], planner.SetInventories)):
+                return desired, ops, None
+            try:
+                return desired, ops, self._execute(desired.uuid, None, ops[:-1])
+            except (PlacementError, ValueError) as e:
+                LOG.info("node %s: bulk create: %s; one by one", desired.uuid, e)
+                return desired, ops, None
+
+        pending = []
+        for desired, ops, generation in pool.map(prepare, desired_list):
+            if generation is None:
+                yield one_by_one(desired)
+                continue
+            pending.append((desired, ops, generation))
+            if len(pending) == batch:
+                yield from self._set_inventories_in_bulk(pending, one_by_one)
+                pending = []
+        if pending:
+            yield from self._set_inventories_in_bulk(pending, one_by_one)
+
+    def _set_inventories_in_bulk(self, pending, one_by_one):
+        try:
+            self.placement.reshape_inventories(
+                {d.uuid: (generation, ops[-1].inventories) for d, ops, generation in pending})
+        except PlacementError as e:
+            if e.status == 403:
+                self.bulk = False  # this user may not reshape: per node from now on
+                LOG.warning("POST /reshaper refused (%s): the reporter's Placement user "
+                            "lacks the service role; inventories go one request each", e)
+            else:
+                LOG.info("inventories of %d new providers refused in bulk (%s); one by one",
+                         len(pending), e)
+            for desired, _, _ in pending:
+                yield one_by_one(desired)
+            return
+        for desired, ops, generation in pending:
+            # A reshape sets each inventory twice (an interim union, then the final
+            # one), so the generation moves by two.  Were that to change, the next
+            # listing would disagree and the entry be dropped: a re-read, never a
+            # wrong write.
+            self._remember(None, ops, generation + RESHAPE_GENERATION_STEP)
+            LOG.info("node %s: created (%s, inventories in bulk)", desired.uuid,
+                     ", ".join(op.kind for op in ops[:-1]))
+            yield Result(desired.uuid, Outcome.CREATED, ops, None, desired.problem)
 
     def delete_if_gone(self, uuid, node_exists, dry_run=False):
         """Delete a provider whose node Ironic no longer has, unless it holds allocations.

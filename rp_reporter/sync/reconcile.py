@@ -62,10 +62,11 @@ class Summary:
 class Reconciler:
     """Runs one reconcile pass over the nodes this reporter owns."""
 
-    def __init__(self, ironic, syncer, workers=8, owns=None):
+    def __init__(self, ironic, syncer, workers=8, owns=None, bulk_batch=0):
         self.ironic = ironic
         self.syncer = syncer
         self.workers = workers
+        self.bulk_batch = bulk_batch
         # Ring ownership plugs in here; alone, a reporter owns every node.
         self.owns = owns or (lambda uuid: True)
         self._logged_problems = set()
@@ -93,10 +94,9 @@ class Reconciler:
                 desired.append(model.desired(node))
         return desired
 
-    def _sync_one(self, desired, listed, dry_run):
-        entry = listed.get(desired.uuid)
+    def _sync_one(self, desired, listed_generation, dry_run):
         try:
-            result = self.syncer.sync(desired, entry[1] if entry else NOT_LISTED, dry_run)
+            result = self.syncer.sync(desired, listed_generation, dry_run)
         except Exception as e:  # one node's failure costs that node only
             LOG.error("node %s: sync failed: %s", desired.uuid, e)
             return Result(desired.uuid, Outcome.FAILED, reason=str(e))
@@ -164,14 +164,30 @@ class Reconciler:
         summary = Summary()
         desired, listed, gone = self._observe(summary)
         summary.nodes = len(desired)
+        new = [d for d in desired if d.uuid not in listed] if self.bulk_batch and not dry_run \
+            else []
+        known = [d for d in desired if d.uuid in listed] if new else desired
+        done, total = 0, len(desired) + len(gone)
+
+        def record(result):
+            nonlocal done
+            done += 1
+            if result is not None:
+                summary.add(result)
+            if progress:
+                progress(done, total)
+
         with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
-            futures = [pool.submit(self._sync_one, d, listed, dry_run) for d in desired]
+            futures = [pool.submit(self._sync_one, d, listed[d.uuid][1] if d.uuid in listed
+                                   else NOT_LISTED, dry_run) for d in known]
             futures += [pool.submit(self._delete_one, u, dry_run) for u in gone]
-            for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
-                if future.result() is not None:
-                    summary.add(future.result())
-                if progress:
-                    progress(done, len(futures))
+            # New providers: inventories in bulk; anything off that path is synced
+            # on its own, reading Placement afresh.
+            for result in self.syncer.create_many(new, pool, self.bulk_batch,
+                                                  lambda d: self._sync_one(d, None, False)):
+                record(result)
+            for future in concurrent.futures.as_completed(futures):
+                record(future.result())
         summary.requests = dict(collections.Counter(self.syncer.placement.requests)
                                 - requests_before)
         summary.seconds = time.monotonic() - started

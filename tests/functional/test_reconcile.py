@@ -179,9 +179,43 @@ def test_existing_unmarked_provider_is_adopted(ironic, placement, reconciler):
     placement._call("POST", "/resource_providers", json={"uuid": node, "name": node})
     summary = reconciler.run()
     assert summary.converged
-    assert outcome_of(summary, node).attempts == 2
+    assert outcome_of(summary, node).outcome is Outcome.UPDATED  # adopted, not created
     state = placement.provider(node)
     assert state["inventories"] == {GOLD: (1, 0, 1)} and MANAGED in state["traits"]
+
+
+def test_new_providers_get_their_inventories_in_bulk(ironic, placement, reconciler):
+    nodes = ironic.create_many(12, state="enroll")
+    reconciler.bulk_batch = 5
+    summary = reconciler.run()
+    assert summary.converged and summary.outcomes[Outcome.CREATED] == 12
+    # 12 creations + 3 reshaper batches; traits one PUT each (+ one-time names),
+    # and no inventory PUT per provider.
+    assert summary.requests["POST"] == 12 + 3
+    assert summary.requests["PUT"] <= 12 + 3
+    for node in nodes:  # enrolled nodes: offered, reserved
+        assert placement.provider(node)["inventories"] == {GOLD: (1, 1, 1)}
+    # The cache knows each generation after the bulk write: the next pass reads nothing.
+    assert reconciler.run().requests == {"GET": 1}
+
+
+def test_bulk_batch_refused_for_a_foreign_write_goes_node_by_node(ironic, placement,
+                                                                  reconciler):
+    nodes = ironic.create_many(6, state="enroll")
+    client = reconciler.syncer.placement
+    real_reshape = client.reshape_inventories
+
+    def racing_reshape(entries):
+        placement.add_trait(nodes[2], "CUSTOM_RACER")  # gets in just before the batch
+        return real_reshape(entries)
+
+    client.reshape_inventories = racing_reshape
+    summary = reconciler.run()
+    assert summary.converged and summary.outcomes[Outcome.UPDATED] == 6
+    for node in nodes:
+        state = placement.provider(node)
+        assert state["inventories"] == {GOLD: (1, 1, 1)} and MANAGED in state["traits"]
+    assert "CUSTOM_RACER" in placement.provider(nodes[2])["traits"]  # not lost
 
 
 def test_odd_node_records_cost_only_that_node(ironic, placement, reconciler):
@@ -235,7 +269,7 @@ def test_cli_summary_and_exit_codes(ironic, cli, tmp_path):
     assert "has no resource_class" in err  # the skip is logged, naming the node
     assert (row["nodes"], row["created"], row["skipped"]) == (3, 2, 1)
     assert row["skipped_reasons"] == {"node has no resource_class": 1}
-    assert row["placement_requests"]["POST"] == 2
+    assert row["placement_requests"]["POST"] == 2 + 1  # two creations, inventories in bulk
     assert row["seconds"] > 0
 
     bad = tmp_path / "bad.conf"

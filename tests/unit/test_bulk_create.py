@@ -1,0 +1,98 @@
+"""ProviderSync.create_many: what leaves the bulk path, and when it stops trying.
+
+An in-memory Placement records the calls; the real-service behaviour (batches
+taken, a batch refused for a foreign write) is in tests/functional.
+"""
+
+import concurrent.futures
+import uuid
+
+from rp_reporter import model
+from rp_reporter.sync import provider
+from rp_reporter.sync.placement import Conflict
+from rp_reporter.sync.placement import PlacementError
+
+
+class RecordingPlacement:
+    def __init__(self, reshape_error=None, taken=()):
+        self.calls = []
+        self.reshape_error = reshape_error
+        self.taken = set(taken)  # uuids that exist already (create answers 409)
+
+    def create_provider(self, uuid, name):
+        self.calls.append(("create", uuid))
+        if uuid in self.taken:
+            raise Conflict("POST", "/resource_providers", 409)
+        return 0
+
+    def set_traits(self, uuid, generation, traits):
+        self.calls.append(("traits", uuid))
+        return generation + 1
+
+    def reshape_inventories(self, entries):
+        self.calls.append(("reshape", tuple(sorted(entries))))
+        if self.reshape_error:
+            raise self.reshape_error
+
+
+def new_nodes(count):
+    return [model.Desired(u, u, "CUSTOM_GOLD", 0, frozenset())
+            for u in sorted(str(uuid.uuid4()) for _ in range(count))]
+
+
+def run(syncer, nodes, batch):
+    one_by_one = []
+
+    def fallback(d):
+        one_by_one.append(d.uuid)
+        return provider.Result(d.uuid, provider.Outcome.UPDATED)
+
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        results = list(syncer.create_many(nodes, pool, batch, fallback))
+    return results, one_by_one
+
+
+def test_batches_of_the_given_size_and_each_node_once():
+    nodes = new_nodes(7)
+    syncer = provider.ProviderSync(RecordingPlacement())
+    results, one_by_one = run(syncer, nodes, batch=3)
+    reshapes = [c[1] for c in syncer.placement.calls if c[0] == "reshape"]
+    assert [len(r) for r in reshapes] == [3, 3, 1]
+    assert sorted(u for r in reshapes for u in r) == [d.uuid for d in nodes]
+    assert sorted(r.uuid for r in results) == [d.uuid for d in nodes]
+    assert {r.outcome for r in results} == {provider.Outcome.CREATED} and one_by_one == []
+
+
+def test_an_existing_provider_leaves_the_bulk_path():
+    nodes = new_nodes(4)
+    syncer = provider.ProviderSync(RecordingPlacement(taken=[nodes[1].uuid]))
+    results, one_by_one = run(syncer, nodes, batch=10)
+    assert one_by_one == [nodes[1].uuid]
+    (reshape,) = [c[1] for c in syncer.placement.calls if c[0] == "reshape"]
+    assert nodes[1].uuid not in reshape and len(reshape) == 3
+
+
+def test_a_refused_batch_goes_node_by_node_and_bulk_stays_on():
+    nodes = new_nodes(3)
+    syncer = provider.ProviderSync(RecordingPlacement(
+        reshape_error=Conflict("POST", "/reshaper", 409)))
+    results, one_by_one = run(syncer, nodes, batch=10)
+    assert sorted(one_by_one) == [d.uuid for d in nodes] and syncer.bulk
+
+
+def test_forbidden_reshaper_turns_bulk_off_for_good():
+    syncer = provider.ProviderSync(RecordingPlacement(
+        reshape_error=PlacementError("POST", "/reshaper", 403)))
+    run(syncer, new_nodes(2), batch=10)
+    assert not syncer.bulk
+    syncer.placement.calls.clear()
+    _, one_by_one = run(syncer, new_nodes(2), batch=10)
+    assert len(one_by_one) == 2 and syncer.placement.calls == []  # straight to per node
+
+
+def test_nodes_without_a_class_are_not_created_in_bulk():
+    (node,) = new_nodes(1)
+    bare = model.Desired(node.uuid, node.uuid, None, 0, frozenset(), problem="no class")
+    syncer = provider.ProviderSync(RecordingPlacement())
+    _, one_by_one = run(syncer, [bare], batch=10)
+    assert one_by_one == [node.uuid] and syncer.placement.calls == []
