@@ -61,6 +61,16 @@ class Agent:
         return totals
 
 
+def wait_idle(agents, timeout):
+    """Until every agent answers with an empty work queue (or the timeout)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(5)
+        depths = [a.counters().get("rp_reporter_queue_depth") for a in agents]
+        if all(d == 0 for d in depths):
+            return
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--agents", type=int, default=4)
@@ -91,6 +101,11 @@ def main(argv=None):
         agents = [Agent(stack, workdir, f"soak-{i}", args.lease) for i in range(args.agents)]
         for a in agents:
             a.start()
+        # Changes start once the initial sync is done, so the lag measures the steady
+        # state (a change made while 2,000 providers are still being created waits
+        # behind them).
+        wait_idle(agents, 900)
+        print(f"{time.strftime('%H:%M:%S')} initial sync done; changing", flush=True)
         maintenance = dict.fromkeys(live, False)
         latest = {}  # node -> number of its latest change
         superseded = collections.Counter()
@@ -199,11 +214,7 @@ def main(argv=None):
         changing_seconds = time.monotonic() - started
 
         print("changes done; waiting for the agents to settle", flush=True)
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
-            time.sleep(5)
-            if all(a.counters()["rp_reporter_queue_depth"] == 0 for a in agents):
-                break
+        wait_idle(agents, 300)
         time.sleep(args.lease + 5)
         conf = rp_conf.load(["--config-file", agents[0].conf])
         check_pass = wiring.reconciler(conf).run(dry_run=True)
@@ -221,7 +232,8 @@ def main(argv=None):
             "retries": int(totals["rp_reporter_sync_failures_total"]),
             "lag_samples": len(lags),
             "lag_samples_superseded": superseded["samples"],
-            "lag_p50_s": round(sorted(lags)[len(lags) // 2], 3) if lags else None,
+            **{f"lag_p{q}_s": round(bench.percentile(lags, q), 3) if lags else None
+               for q in (50, 90, 99)},
             "lag_max_s": round(max(lags), 3) if lags else None,
             "inexact_at_end": len(inexact),
         }
