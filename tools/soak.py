@@ -55,19 +55,21 @@ class Agent:
         """Sum of each counter family (all labels) as this process counted them."""
         totals = collections.Counter()
         for sample, value in fleet.metrics(self.port).items():
-            for name in COUNTERS + ("rp_reporter_queue_depth",):
+            for name in COUNTERS + ("rp_reporter_queue_depth", "rp_reporter_nodes_owned"):
                 if sample.split("{")[0] == name:
                     totals[name] += value
         return totals
 
 
 def wait_idle(agents, timeout):
-    """Until every agent answers with an empty work queue (or the timeout)."""
+    """Until every agent has had its first resync and its work queue is empty
+    (or the timeout)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         time.sleep(5)
-        depths = [a.counters().get("rp_reporter_queue_depth") for a in agents]
-        if all(d == 0 for d in depths):
+        seen = [a.counters() for a in agents]
+        if all(c.get("rp_reporter_queue_depth") == 0 and c.get("rp_reporter_nodes_owned")
+               for c in seen):
             return
 
 
