@@ -9,7 +9,8 @@ the fields rp_reporter asks for), repeated with new uuids under Ironic's
 pagination (limit, marker, next link).  Loading 100,000 nodes into the real
 Ironic here would take over an hour.
 
-A probe process then builds the reporter from configuration exactly as the
+A probe process then loads what the agent loads (oslo.messaging, tooz,
+prometheus-client, the clients), builds the reporter from configuration as the
 agent does, runs the periodic drift (both listings, desired state for every
 node), queues every node, and fills the observation cache as a completed sync
 of every node leaves it, holding a Placement listing of the same size.  It
@@ -112,9 +113,13 @@ def peak_mb():
 
 def probe(conf_path):
     """In its own process: the agent's state for every node the stub serves."""
+    # What the agent loads (tooz, prometheus-client, oslo.messaging), so the
+    # baseline is the agent's.
+    from rp_reporter import agent  # noqa: F401
     from rp_reporter import conf as rp_conf
     from rp_reporter import model
     from rp_reporter import wiring
+    from rp_reporter.sync import events  # noqa: F401
     from rp_reporter.sync import plan as planner
     from rp_reporter.sync import queue as work_queue
 
