@@ -54,6 +54,11 @@ def _outcome(ops, desired):
     return Outcome.UPDATED
 
 
+def unchanged(desired):
+    """The Result for a node whose provider, as the cache proves, already holds ``desired``."""
+    return Result(desired.uuid, _outcome((), desired), reason=desired.problem)
+
+
 class ProviderSync:
     """Per-node sync with an observation cache validated by provider generation.
 

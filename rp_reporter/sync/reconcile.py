@@ -14,6 +14,7 @@ import logging
 import time
 
 from rp_reporter import model
+from rp_reporter.sync import provider
 from rp_reporter.sync.provider import NOT_LISTED
 from rp_reporter.sync.provider import Outcome
 from rp_reporter.sync.provider import Result
@@ -100,8 +101,11 @@ class Reconciler:
         except Exception as e:  # one node's failure costs that node only
             LOG.error("node %s: sync failed: %s", desired.uuid, e)
             return Result(desired.uuid, Outcome.FAILED, reason=str(e))
+        return self._noted(result)
+
+    def _noted(self, result):
         if result.reason and result.outcome is Outcome.SKIPPED:
-            self._log_problem_once(desired.uuid, result.reason)
+            self._log_problem_once(result.uuid, result.reason)
         return result
 
     def _deletion_candidates(self, listed, in_ironic):
@@ -157,6 +161,21 @@ class Reconciler:
     def _node_exists(self, uuid):
         return self.ironic.get_node(uuid) is not None
 
+    def _partition(self, desired, listed, dry_run):
+        """(in step as the cache proves, new providers for the bulk path, the rest).
+
+        A quiet pass is almost all of the first kind, which needs no worker.
+        """
+        quiet, new, rest = [], [], []
+        for d in desired:
+            if self.syncer.in_step(d, listed.get(d.uuid)):
+                quiet.append(d)
+            elif d.uuid not in listed and self.bulk_batch and not dry_run:
+                new.append(d)
+            else:
+                rest.append(d)
+        return quiet, new, rest
+
     def run(self, dry_run=False, progress=None):
         """One pass; returns a Summary.  Listing failures raise (nothing was done)."""
         started = time.monotonic()
@@ -164,9 +183,7 @@ class Reconciler:
         summary = Summary()
         desired, listed, gone = self._observe(summary)
         summary.nodes = len(desired)
-        new = [d for d in desired if d.uuid not in listed] if self.bulk_batch and not dry_run \
-            else []
-        known = [d for d in desired if d.uuid in listed] if new else desired
+        quiet, new, rest = self._partition(desired, listed, dry_run)
         done, total = 0, len(desired) + len(gone)
 
         def record(result):
@@ -177,9 +194,11 @@ class Reconciler:
             if progress:
                 progress(done, total)
 
+        for d in quiet:
+            record(self._noted(provider.unchanged(d)))
         with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
-            futures = [pool.submit(self._sync_one, d, listed[d.uuid][1] if d.uuid in listed
-                                   else NOT_LISTED, dry_run) for d in known]
+            futures = [pool.submit(self._sync_one, d, listed.get(d.uuid, (None, NOT_LISTED))[1],
+                                   dry_run) for d in rest]
             futures += [pool.submit(self._delete_one, u, dry_run) for u in gone]
             # New providers: inventories in bulk; anything off that path is synced
             # on its own, reading Placement afresh.
