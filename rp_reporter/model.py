@@ -33,7 +33,7 @@ class InvalidNode(ValueError):
     """The node record cannot be read; the message says which field and why."""
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Node:
     """The fields of an Ironic node that the model reads."""
 
@@ -49,7 +49,7 @@ class Node:
     shard: str | None = None
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Desired:
     """What Placement should hold for one node.
 

@@ -14,13 +14,12 @@ prometheus-client, the clients), builds the reporter from configuration as the
 agent does, runs the periodic drift (both listings, desired state for every
 node), queues every node, and fills the observation cache as a completed sync
 of every node leaves it, holding a Placement listing of the same size.  It
-prints its peak RSS (ru_maxrss) after each step.
+prints its peak RSS (VmHWM) after each step.
 """
 
 import http.server
 import json
 import os
-import resource
 import subprocess
 import sys
 import threading
@@ -108,7 +107,13 @@ def capture(ironic_url):
 
 
 def peak_mb():
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    """This process's peak RSS (VmHWM).  Not ru_maxrss: that survives exec, so a
+    child would start with its parent's peak."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    raise RuntimeError("no VmHWM in /proc/self/status")
 
 
 def probe(conf_path):
@@ -132,15 +137,12 @@ def probe(conf_path):
     for key in keys:
         queue.add(key)
     steps[f"queued ({queue.depth()} keys)"] = peak_mb()
-    records = reconciler.ironic.list_nodes()
-    desired = [model.desired(model.node_from_api(r)) for r in records]
-    del records
+    desired = [model.desired(model.node_from_api(r)) for r in reconciler.ironic.iter_nodes()]
     listed = {d.uuid: (d.name, 3) for d in desired}  # a Placement listing of the same size
-    cache = reconciler.syncer._cache  # noqa: SLF001 - filled as a completed sync leaves it
-    for d in desired:
-        cache[d.uuid] = planner.apply(None, planner.plan(d, None))
-    del desired
-    steps[f"cache and listing ({len(cache)} and {len(listed)} providers)"] = peak_mb()
+    syncer = reconciler.syncer
+    for d in desired:  # as a completed sync of each node leaves the cache
+        syncer._remember(None, planner.plan(d, None), 2)  # noqa: SLF001
+    steps[f"cache and listing ({len(desired)} and {len(listed)} providers)"] = peak_mb()
     print(json.dumps({"nodes": nodes, "peak_rss_mb": peak_mb(), "steps": steps}))
 
 

@@ -52,18 +52,21 @@ class IronicClient:
                  or (record.get("conductor_group") or "") == self.conductor_group.lower())
                 and (self.shard is None or record.get("shard") == self.shard))
 
-    def list_nodes(self, extra_fields=()):
-        """Every node in scope, as API records (dicts), following pagination."""
+    def iter_nodes(self, extra_fields=()):
+        """Every node in scope, as API records (dicts), a page at a time: a
+        caller that keeps only what it needs never holds the whole listing."""
         fields = NODE_FIELDS + tuple(extra_fields)
-        nodes = []
         marker = None
         while True:
             page = self._client.node.list(fields=list(fields), limit=self.page_size,
                                           marker=marker, **self._scope())
-            nodes.extend(_record(n, fields) for n in page)
+            yield from (_record(n, fields) for n in page)
             if len(page) < self.page_size:
-                return nodes
+                return
             marker = page[-1].uuid
+
+    def list_nodes(self, extra_fields=()):
+        return list(self.iter_nodes(extra_fields))
 
     def list_all_uuids(self):
         """Every node uuid in Ironic, whatever the scope (to tell moved from gone)."""

@@ -9,7 +9,7 @@ import dataclasses
 from rp_reporter import model
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)
 class Observed:
     """What Placement holds for one provider, as of ``generation``.
 

@@ -54,6 +54,33 @@ def _outcome(ops, desired):
     return Outcome.UPDATED
 
 
+class _Interned:
+    """One object for each of the few distinct inventories and trait sets a fleet
+    has, so a cache of 100,000 providers holds references, not copies."""
+
+    LIMIT = 10_000  # distinct values kept; beyond that, values are not shared
+
+    def __init__(self):
+        self._values = {}
+        self._lock = threading.Lock()
+
+    def _one(self, key, value):
+        with self._lock:
+            if len(self._values) >= self.LIMIT:
+                return self._values.get(key, value)
+            return self._values.setdefault(key, value)
+
+    def observed(self, observed):
+        try:
+            key = tuple(sorted((rc, tuple(sorted(inv.items())))
+                               for rc, inv in observed.inventories.items()))
+        except TypeError:  # a field this version does not know, and not hashable
+            return observed
+        inventories = self._one(("inventories", key), observed.inventories)
+        traits = self._one(("traits", observed.traits), observed.traits)
+        return dataclasses.replace(observed, inventories=inventories, traits=traits)
+
+
 def unchanged(desired):
     """The Result for a node whose provider, as the cache proves, already holds ``desired``."""
     return Result(desired.uuid, _outcome((), desired), reason=desired.problem)
@@ -73,6 +100,7 @@ class ProviderSync:
         self.conflict_retries = conflict_retries
         self.bulk = True  # POST /reshaper allowed (until Placement says 403)
         self._cache = {}
+        self._interned = _Interned()
         self._lock = threading.Lock()
 
     def forget(self, uuid):
@@ -104,6 +132,8 @@ class ProviderSync:
                                    or cached.generation == listed_generation):
             return cached
         observed = self.placement.observe(uuid)
+        if observed is not None:
+            observed = self._interned.observed(observed)
         with self._lock:
             if observed is None:
                 self._cache.pop(uuid, None)
@@ -156,8 +186,8 @@ class ProviderSync:
                       self.conflict_retries + 1)
 
     def _remember(self, observed, ops, generation):
-        after = dataclasses.replace(planner.apply(observed, ops), generation=generation,
-                                    usages=None)
+        after = self._interned.observed(dataclasses.replace(
+            planner.apply(observed, ops), generation=generation, usages=None))
         with self._lock:
             self._cache[after.uuid] = after
 

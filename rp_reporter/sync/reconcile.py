@@ -80,7 +80,7 @@ class Reconciler:
             self._logged_problems.add((uuid, reason))
             LOG.warning("node %s: skipped: %s", uuid, reason)
 
-    def _desired(self, records, summary):
+    def _desired(self, records, summary, keep_views):
         desired = []
         for record in records:
             try:
@@ -91,7 +91,8 @@ class Reconciler:
                 summary.add(Result(uuid, Outcome.SKIPPED, reason=f"invalid node record: {e}"))
                 continue
             if self.owns(node.uuid):
-                summary.node_views.append(node)
+                if keep_views:
+                    summary.node_views.append(node)
                 desired.append(model.desired(node))
         return desired
 
@@ -123,12 +124,22 @@ class Reconciler:
         """A managed provider whose node exists outside this scope: not ours to delete."""
         self._foreign.add(uuid)
 
-    def _observe(self, summary):
-        """Both bulk listings -> (desired for owned nodes, listed providers, gone candidates)."""
-        records = self.ironic.list_nodes()
+    def _observe(self, summary, keep_views=True):
+        """Both bulk listings -> (desired for owned nodes, listed providers, gone candidates).
+
+        Ironic's records are turned into desired state page by page and dropped:
+        at 100,000 nodes the records alone would be over 100 MB.
+        """
+        in_ironic = set()
+
+        def noting_uuids(records):
+            for record in records:
+                if isinstance(record, dict):
+                    in_ironic.add(str(record.get("uuid")))
+                yield record
+
+        desired = self._desired(noting_uuids(self.ironic.iter_nodes()), summary, keep_views)
         listed = self.syncer.placement.list_providers()
-        desired = self._desired(records, summary)
-        in_ironic = {str(r.get("uuid")) for r in records if isinstance(r, dict)}
         return desired, listed, self._deletion_candidates(listed, in_ironic)
 
     def drift(self):
@@ -140,7 +151,7 @@ class Reconciler:
         per-provider reads.  A node that cannot be offered is logged once.
         """
         summary = Summary()
-        desired, listed, gone = self._observe(summary)
+        desired, listed, gone = self._observe(summary, keep_views=False)
         keys = [d.uuid for d in desired if not self.syncer.in_step(d, listed.get(d.uuid))]
         for d in desired:
             if d.problem:

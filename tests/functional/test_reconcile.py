@@ -220,8 +220,8 @@ def test_bulk_batch_refused_for_a_foreign_write_goes_node_by_node(ironic, placem
 
 def test_odd_node_records_cost_only_that_node(ironic, placement, reconciler):
     good = ironic.create()
-    real_list = reconciler.ironic.list_nodes
-    reconciler.ironic.list_nodes = lambda: real_list() + [
+    real_iter = reconciler.ironic.iter_nodes
+    reconciler.ironic.iter_nodes = lambda *fields: list(real_iter(*fields)) + [
         {"uuid": "not-a-uuid"}, "garbage", {"uuid": good.replace("a", "b"), "maintenance": "x"}]
     summary = reconciler.run()
     assert summary.converged
