@@ -37,7 +37,6 @@ import contextlib
 import json
 import os
 import random
-import signal
 import statistics
 import subprocess
 import sys
@@ -213,10 +212,7 @@ def bench_latency(args):
         save(result, "latency")
         return result
     finally:
-        for agent in agents:
-            agent.send_signal(signal.SIGTERM)
-        for agent in agents:
-            agent.wait(15)
+        localstack.terminate(agents)
         stack.stop()
 
 

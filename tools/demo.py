@@ -8,7 +8,6 @@ Ironic's notifications.
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -111,10 +110,7 @@ def main():
               + (f"Placement reserved it {1000 * (time.monotonic() - started):.0f} ms after "
                  "the Ironic API call returned" if arrived else "not seen within 10 s"))
     finally:
-        for proc in agents:
-            proc.send_signal(signal.SIGTERM)
-        for proc in agents:
-            proc.wait(15)
+        localstack.terminate(agents)
         stack.stop()
 
 

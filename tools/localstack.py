@@ -35,6 +35,15 @@ RABBIT_BIN = "/usr/lib/rabbitmq/bin"
 SERVICES = ("rabbitmq", "redis", "placement", "ironic")
 
 
+def terminate(procs, timeout=15):
+    """SIGTERM every process still running, then wait for each (agents stop cleanly)."""
+    running = [p for p in procs if p is not None and p.poll() is None]
+    for proc in running:
+        proc.send_signal(signal.SIGTERM)
+    for proc in running:
+        proc.wait(timeout)
+
+
 def log(msg):
     print(f"[localstack] {msg}", file=sys.stderr, flush=True)
 

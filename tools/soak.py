@@ -245,10 +245,7 @@ def main(argv=None):
             json.dump(result, f, indent=2)
         return 0 if not inexact else 1
     finally:
-        for a in agents:
-            if a.proc and a.proc.poll() is None:
-                a.proc.send_signal(signal.SIGTERM)
-                a.proc.wait(15)
+        localstack.terminate([a.proc for a in agents])
         stack.stop()
 
 
