@@ -113,6 +113,7 @@ class Agent:
         self.placement_dep.ok()
         for key in keys:
             self.queue.add(key)
+        self.metrics.queue_depth.set(self.queue.depth())  # not only when a sync ends
         self.metrics.nodes_owned.set(nodes)
         self.metrics.nodes_skipped.set(skipped)
         self.metrics.reconcile_seconds.set(time.monotonic() - started)
