@@ -207,7 +207,8 @@ class ProviderSync:
                 return desired, ops, None
             try:
                 return desired, ops, self._execute(desired.uuid, None, ops[:-1])
-            except (PlacementError, ValueError) as e:
+            except Exception as e:  # noqa: BLE001 - that node goes the per-node way,
+                # where a failure costs that node only
                 LOG.info("node %s: bulk create: %s; one by one", desired.uuid, e)
                 return desired, ops, None
 

@@ -96,3 +96,21 @@ def test_nodes_without_a_class_are_not_created_in_bulk():
     syncer = provider.ProviderSync(RecordingPlacement())
     _, one_by_one = run(syncer, [bare], batch=10)
     assert one_by_one == [node.uuid] and syncer.placement.calls == []
+
+
+def test_any_error_while_creating_costs_that_node_only():
+    nodes = new_nodes(3)
+    placement = RecordingPlacement()
+    real_set_traits = placement.set_traits
+
+    def set_traits(uuid, generation, traits):
+        if uuid == nodes[0].uuid:
+            raise RuntimeError("connection reset")
+        return real_set_traits(uuid, generation, traits)
+
+    placement.set_traits = set_traits
+    syncer = provider.ProviderSync(placement)
+    results, one_by_one = run(syncer, nodes, batch=10)
+    assert one_by_one == [nodes[0].uuid]
+    assert sorted(r.uuid for r in results if r.outcome is provider.Outcome.CREATED) == \
+        sorted(d.uuid for d in nodes[1:])
