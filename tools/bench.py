@@ -111,6 +111,12 @@ def print_table(rows, columns):
                         for i, c in enumerate(columns)), flush=True)
 
 
+def markdown_table(rows, columns):
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(str(r.get(c, "")) for c in columns) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
 def save(results, name):
     path = os.path.join("bench-results", f"{name}.json")
     os.makedirs("bench-results", exist_ok=True)

@@ -214,16 +214,10 @@ COLUMNS = ("nodes", "contender", "phase", "wall_s", "cpu_s", "nodes_per_s", "req
 
 def write_markdown(results, path):
     with open(path, "w") as f:
-        f.write(markdown_table(results["rows"], COLUMNS))
+        f.write(bench.markdown_table(results["rows"], COLUMNS))
         for nodes, ratios in results["ratios"].items():
             f.write(f"\nAt {nodes} nodes:\n")
             f.write("".join(f"- {k}: **{v if v is not None else 'peer not run'}**\n"
                             for k, v in ratios.items()))
     print()
     print(open(path).read())
-
-
-def markdown_table(rows, columns):
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(str(r.get(c, "")) for c in columns) + " |" for r in rows]
-    return "\n".join(lines) + "\n"

@@ -4,6 +4,9 @@ table and a PNG (bench-results/summary.md, summary.json, bench.png)."""
 import json
 import os
 
+from tools import bench
+from tools import bench_nova
+
 OUT = "bench-results"
 
 
@@ -50,12 +53,9 @@ def write(results):
     lines += [f"| {t} | {m} | {'yes' if ok else '**no**'} |" for t, m, ok in targets(results)]
     text = "\n".join(lines) + "\n"
     if "compare" in results:
-        from tools import bench_nova
-        text += "\n" + bench_nova.markdown_table(results["compare"]["rows"],
-                                                 bench_nova.COLUMNS)
+        text += "\n" + bench.markdown_table(results["compare"]["rows"], bench_nova.COLUMNS)
     if "ring" in results:
-        from tools import bench_nova
-        text += "\n" + bench_nova.markdown_table(results["ring"], (
+        text += "\n" + bench.markdown_table(results["ring"], (
             "members", "nodes", "balance_max_mean", "moved", "ideal", "moved_vs_ideal"))
     with open(os.path.join(OUT, "summary.md"), "w") as f:
         f.write(text)
