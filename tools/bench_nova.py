@@ -20,7 +20,6 @@ two bare listings ours cannot avoid, and a drift of 1% of the nodes.
 import collections
 import time
 
-import requests
 from keystoneauth1 import adapter as ksa_adapter
 from keystoneauth1 import session as ksa_session
 from keystoneauth1 import token_endpoint
@@ -56,8 +55,7 @@ def nova_pass(client, context, desired):
 
 def bare_loop(url, desired):
     """Only the writes Placement needs: the floor for an initial sync."""
-    http = requests.Session()
-    http.headers.update(fleet.PLACEMENT)
+    http = fleet.session(fleet.PLACEMENT)
     classes = {d.resource_class for d in desired}
     traits = {t for d in desired for t in d.placement_traits}
     for kind, names in (("resource_classes", classes), ("traits", traits)):

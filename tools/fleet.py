@@ -10,6 +10,8 @@ import urllib.request
 import uuid
 
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 
 IRONIC_VERSION = {"X-OpenStack-Ironic-API-Version": "1.95"}
 PLACEMENT = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
@@ -24,6 +26,19 @@ def metrics(port):
         return {}
     return {line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
             for line in text.splitlines() if line and not line.startswith("#")}
+
+
+def session(headers):
+    """A requests session for the local stack.  A GET is tried again when the server
+    closed a kept-alive connection just as it was reused (gunicorn drops idle ones after
+    2 s; a reuse racing that close failed a CI run with RemoteDisconnected); writes
+    are not, since they may have landed."""
+    http = requests.Session()
+    http.headers.update(headers)
+    retry = Retry(total=3, connect=3, read=3, status=0, backoff_factor=0.1,
+                  allowed_methods={"GET"}, raise_on_status=False)
+    http.mount("http://", HTTPAdapter(max_retries=retry))
+    return http
 
 
 def call(http, method, url, expect, **kw):
@@ -41,8 +56,7 @@ def call(http, method, url, expect, **kw):
 class Ironic:
     def __init__(self, url, shard):
         self.url, self.shard = url, shard
-        self.http = requests.Session()
-        self.http.headers.update(IRONIC_VERSION)
+        self.http = session(IRONIC_VERSION)
 
     def _call(self, method, path, expect=(200, 201, 202, 204), **kw):
         return call(self.http, method, self.url + path, expect, **kw)
@@ -117,8 +131,7 @@ class Ironic:
 class Placement:
     def __init__(self, url):
         self.url = url
-        self.http = requests.Session()
-        self.http.headers.update(PLACEMENT)
+        self.http = session(PLACEMENT)
 
     def _call(self, method, path, expect=(200, 201, 204), **kw):
         return call(self.http, method, self.url + path, expect, **kw)
