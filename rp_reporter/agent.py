@@ -6,12 +6,16 @@ sync makes Placement match the node:
 * the fast path: Ironic's versioned notifications (oslo.messaging listener in
   this agent's own pool) name a node;
 * the reconcile loop: at start, then every ``[reconcile] interval`` seconds
-  (jittered), one bulk observation names the nodes that differ.
+  (jittered), one bulk observation names the nodes that differ.  Nodes with
+  no provider yet (a first start on a fleet) are created in bulk first, their
+  inventories a batch per POST /reshaper; whatever that path cannot take goes
+  to the queue.
 
 SIGTERM and SIGINT stop it gracefully (in-flight syncs finish, exit 0);
 SIGHUP reloads the mutable options (debug, interval, jitter).
 """
 
+import concurrent.futures
 import logging
 import random
 import signal
@@ -30,7 +34,6 @@ from rp_reporter.outage import Outage
 from rp_reporter.sync import placement as placement_sync
 from rp_reporter.sync import provider
 from rp_reporter.sync import queue as work_queue
-from rp_reporter.sync import reconcile
 
 LOG = logging.getLogger("rp_reporter.agent")
 
@@ -39,11 +42,9 @@ class Agent:
     def __init__(self, conf):
         self.conf = conf
         self.metrics = rp_metrics.Metrics()
-        self.ironic = wiring.ironic_client(conf)
-        self.syncer = provider.ProviderSync(wiring.placement_client(conf),
-                                            conflict_retries=conf.reconcile.conflict_retries)
-        self.reconciler = reconcile.Reconciler(self.ironic, self.syncer,
-                                               workers=conf.reconcile.workers, owns=self.owns)
+        self.reconciler = wiring.reconciler(conf, owns=self.owns)
+        # One syncer (and so one cache) for the resync and the work queue.
+        self.ironic, self.syncer = self.reconciler.ironic, self.reconciler.syncer
         self.queue = work_queue.WorkQueue(self.sync_node, workers=conf.agent.workers,
                                           wanted=self.owns, backoff_max=conf.agent.retry_max,
                                           on_done=self._synced)
@@ -102,7 +103,7 @@ class Agent:
         """One periodic reconcile: bulk observation, enqueue what differs."""
         started = time.monotonic()
         try:
-            keys, nodes, skipped = self.reconciler.drift()
+            drift = self.reconciler.drift()
         except placement_sync.PlacementError as e:
             self.placement_dep.failed(e)
             return
@@ -111,15 +112,48 @@ class Agent:
             return
         self.ironic_dep.ok()
         self.placement_dep.ok()
-        for key in keys:
+        for key in drift.keys:
             self.queue.add(key)
         self.metrics.queue_depth.set(self.queue.depth())  # not only when a sync ends
-        self.metrics.nodes_owned.set(nodes)
-        self.metrics.nodes_skipped.set(skipped)
+        self.metrics.nodes_owned.set(drift.nodes)
+        self.metrics.nodes_skipped.set(drift.skipped)
         self.metrics.reconcile_seconds.set(time.monotonic() - started)
-        self.metrics.reconcile_drift.set(len(keys))
-        if keys:
-            LOG.info("reconcile: %d of %d nodes out of step, queued", len(keys), nodes)
+        self.metrics.reconcile_drift.set(len(drift.keys) + len(drift.new))
+        if drift.keys:
+            LOG.info("reconcile: %d of %d nodes out of step, queued", len(drift.keys),
+                     drift.nodes)
+        if drift.new:
+            self.create_in_bulk(drift.new)
+
+    def create_in_bulk(self, new):
+        """Providers Placement does not have yet (a first start on a fleet), their
+        inventories a batch per request.  What leaves the bulk path
+        goes to the work queue, as does what is left when the agent stops, is fenced
+        or Placement fails, so nothing is lost."""
+        LOG.info("reconcile: %d nodes have no provider, creating in bulk", len(new))
+        batch = self.reconciler.bulk_batch
+        created = 0
+        with concurrent.futures.ThreadPoolExecutor(self.conf.reconcile.workers) as pool:
+            for start in range(0, len(new), batch):
+                chunk = new[start:start + batch]
+                if self.stopping.is_set() or self.membership.fenced:
+                    self._queue_instead(*new[start:])
+                    break
+                # A node the queue has already (its notification came first) is
+                # left to it: both would write, and one would meet a conflict.
+                chunk = [d for d in chunk if self.owns(d.uuid) and not self.queue.has(d.uuid)]
+                try:
+                    results = list(self.syncer.create_many(chunk, pool, batch,
+                                                           self._queue_instead))
+                except Exception as e:  # noqa: BLE001 - the queue retries with backoff
+                    self.placement_dep.failed(e)
+                    self._queue_instead(*new[start:])
+                    break
+                for result in filter(None, results):
+                    self.metrics.record_sync(result)
+                    created += 1
+        LOG.info("reconcile: %d of %d providers created in bulk; the rest go through the "
+                 "work queue", created, len(new))
 
     # -- the one per-node sync --------------------------------------------
     def sync_node(self, uuid):
@@ -156,6 +190,11 @@ class Agent:
             self.metrics.failures.labels("conflicts").inc()
             return False
         return True
+
+    def _queue_instead(self, *desired):
+        for d in desired:
+            self.queue.add(d.uuid)
+        self.metrics.queue_depth.set(self.queue.depth())
 
     def _synced(self, key, ok):
         if ok:  # only notification-driven syncs count as event-to-write

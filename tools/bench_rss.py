@@ -131,10 +131,10 @@ def probe(conf_path):
     steps = {"imported": peak_mb()}
     conf = rp_conf.load(["--config-file", conf_path])
     reconciler = wiring.reconciler(conf)
-    keys, nodes, _ = reconciler.drift()
+    drift = reconciler.drift()  # Placement is empty: every node is new
     steps["drift (listings, desired state)"] = peak_mb()
     queue = work_queue.WorkQueue(lambda key: True)  # not started: holds the keys
-    for key in keys:
+    for key in drift.keys + [d.uuid for d in drift.new]:
         queue.add(key)
     steps[f"queued ({queue.depth()} keys)"] = peak_mb()
     desired = [model.desired(model.node_from_api(r)) for r in reconciler.ironic.iter_nodes()]
@@ -143,7 +143,7 @@ def probe(conf_path):
     for d in desired:  # as a completed sync of each node leaves the cache
         syncer._remember(None, planner.plan(d, None), 2)  # noqa: SLF001
     steps[f"cache and listing ({len(desired)} and {len(listed)} providers)"] = peak_mb()
-    print(json.dumps({"nodes": nodes, "peak_rss_mb": peak_mb(), "steps": steps}))
+    print(json.dumps({"nodes": drift.nodes, "peak_rss_mb": peak_mb(), "steps": steps}))
 
 
 def bench_rss(args):

@@ -59,6 +59,11 @@ class WorkQueue:
         with self._cond:
             return len(self._queued)
 
+    def has(self, key):
+        """The key is waiting or being synced."""
+        with self._cond:
+            return key in self._queued or key in self._running
+
     def idle(self):
         with self._cond:
             return not (self._queued or self._delayed or self._running)

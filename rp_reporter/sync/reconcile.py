@@ -60,6 +60,15 @@ class Summary:
         }
 
 
+@dataclasses.dataclass
+class Drift:
+    """What a resync found: work for the agent."""
+    keys: list  # node uuids to sync one by one (changed nodes, providers maybe gone)
+    new: list  # model.Desired with no provider yet: for the bulk path (bulk_batch > 0)
+    nodes: int  # owned nodes observed
+    skipped: int  # of those, nodes that cannot be offered
+
+
 class Reconciler:
     """Runs one reconcile pass over the nodes this reporter owns."""
 
@@ -146,18 +155,19 @@ class Reconciler:
         """The periodic resync of the agent: bulk observation, then only the owned nodes
         whose provider may differ from desired (and providers whose node may be gone).
 
-        Returns (keys to sync, nodes observed, nodes skipped).  The cache decides
-        what is in step, so a fleet with nothing changed yields no keys and no
-        per-provider reads.  A node that cannot be offered is logged once.
+        The cache decides what is in step, so a fleet with nothing changed yields
+        nothing to do and no per-provider reads.  A node that cannot be offered is
+        logged once.
         """
         summary = Summary()
         desired, listed, gone = self._observe(summary, keep_views=False)
-        keys = [d.uuid for d in desired if not self.syncer.in_step(d, listed.get(d.uuid))]
+        _, new, rest = self._partition(desired, listed, dry_run=False)
         for d in desired:
             if d.problem:
                 self._log_problem_once(d.uuid, d.problem)
         skipped = sum(1 for d in desired if d.problem) + summary.outcomes[Outcome.SKIPPED]
-        return keys + gone, len(desired), skipped
+        return Drift(keys=[d.uuid for d in rest] + gone, new=new, nodes=len(desired),
+                     skipped=skipped)
 
     def _delete_one(self, uuid, dry_run):
         try:

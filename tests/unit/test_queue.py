@@ -53,6 +53,25 @@ def test_a_key_queued_during_its_own_sync_runs_again():
     assert calls == ["a", "a"]
 
 
+def test_has_a_key_while_it_waits_and_while_it_syncs():
+    in_sync, release = threading.Event(), threading.Event()
+
+    def sync(key):
+        in_sync.set()
+        release.wait()
+
+    q = WorkQueue(sync, workers=1)
+    q.add("a")
+    assert q.has("a") and not q.has("b")  # waiting
+    q.start()
+    in_sync.wait(2)
+    assert q.has("a")  # running
+    release.set()
+    wait_idle(q)
+    q.stop()
+    assert not q.has("a")
+
+
 def test_failures_retry_with_backoff_until_success():
     attempts = []
 
