@@ -4,7 +4,7 @@
     tox -e bench -- compare --nodes 1000 10000  # against nova's SchedulerReportClient
     tox -e bench -- latency --nodes 1000 --toggles 200 --agents 4
     tox -e bench -- ring
-    tox -e bench -- rss --nodes 100000          # Ironic's read side is a stub (labelled)
+    tox -e bench -- rss --nodes 100000          # the listings come from a stub (labelled)
     tox -e bench -- reshaper --nodes 1000       # POST /reshaper as a bulk path
     tox -e bench -- reconcile --nodes 1000      # ours alone, plus a cold new process
 
@@ -261,7 +261,7 @@ def main(argv=None):
     rng = sub.add_parser("ring")
     rng.add_argument("--partitions", type=int, default=1024)
     cmp_ = sub.add_parser("compare", help="side by side with nova's report client")
-    rss = sub.add_parser("rss", help="peak RSS of one agent's state (Ironic stub)")
+    rss = sub.add_parser("rss", help="peak RSS of one agent's state (listings from a stub)")
     rss.add_argument("--nodes", type=int, default=100_000)
     shaper = sub.add_parser("reshaper", help="POST /reshaper as a bulk inventory path")
     shaper.add_argument("--nodes", type=int, default=1000)

@@ -40,7 +40,7 @@ def targets(results):
                      lat["p50_ms"] <= 150 and lat["p99_ms"] <= 500))
     rss = results.get("rss")
     if rss:
-        rows.append((f"agent RSS with {rss['nodes']} nodes <= 200 MB (Ironic stub)",
+        rows.append((f"agent RSS with {rss['nodes']} nodes <= 200 MB (listings from a stub)",
                      f"{rss['peak_rss_mb']} MB", rss["peak_rss_mb"] <= 200))
     return rows
 
@@ -112,7 +112,7 @@ def plot(results):
         axes[3].barh([s[0].split(" (")[0] for s in steps], [s[1] for s in steps],
                      color=colors["ours"])
         axes[3].axvline(200, ls="--", color="tab:red", label="target")
-        axes[3].set_title(f"agent peak RSS MB, {rss['nodes']:,} nodes (Ironic stub)",
+        axes[3].set_title(f"agent peak RSS MB, {rss['nodes']:,} nodes (listings from a stub)",
                           fontsize=10)
         axes[3].tick_params(axis="y", labelsize=7)
         axes[3].legend(fontsize=8)

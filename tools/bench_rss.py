@@ -2,19 +2,23 @@
 
     tox -e bench -- rss --nodes 100000
 
-Placement is the real one.  Ironic's read side is a STUB (labelled so in the
-output): it serves the real Ironic's own answers, captured from a real Ironic
-holding a few sample nodes (version documents, headers, and node records with
-the fields rp_reporter asks for), repeated with new uuids under Ironic's
-pagination (limit, marker, next link).  Loading 100,000 nodes into the real
-Ironic here would take over an hour.
+Placement is the real one, empty at first.  Ironic's read side is a STUB
+(labelled so in the output): it serves the real Ironic's own answers, captured
+from a real Ironic holding a few sample nodes (version documents, headers, and
+node records with the fields rp_reporter asks for), repeated with new uuids
+under Ironic's pagination (limit, marker, next link).  Loading 100,000 nodes
+into the real Ironic here would take over an hour.  The same stub serves the
+later Placement listing of a provider per node, one provider captured from
+the real Placement repeated with each node's uuid (creating 100,000 providers
+would take about 30 minutes).
 
 A probe process then loads what the agent loads (oslo.messaging, tooz,
 prometheus-client, the clients), builds the reporter from configuration as the
-agent does, runs the periodic drift (both listings, desired state for every
-node), queues every node, and fills the observation cache as a completed sync
-of every node leaves it, holding a Placement listing of the same size.  It
-prints its peak RSS (VmHWM) after each step.
+agent does, and goes through an agent's life: the first resync (both listings,
+desired state for every node, all of them new), the bulk creation as it leaves
+the observation cache, a later resync against a Placement listing of the same
+size, and, at the worst, every node in the work queue at once.  It prints its
+peak RSS (VmHWM) after each step.
 """
 
 import http.server
@@ -30,15 +34,19 @@ from tools import bench
 from tools import fleet
 from tools import localstack
 
+GENERATION = 2  # of every provider the stub lists, and in the probe's cache
 
-class IronicStub(http.server.ThreadingHTTPServer):
-    """Serves ``count`` nodes made from real Ironic node records."""
+
+class ListingStub(http.server.ThreadingHTTPServer):
+    """Serves ``count`` nodes made from real Ironic node records, and under
+    /placement Placement's listing of a provider for each, made from a real one."""
 
     daemon_threads = True
 
     def __init__(self, count, captured):
         super().__init__(("127.0.0.1", 0), StubHandler)
         self.count, self.captured = count, captured
+        self._listing = None
         self.url = f"http://127.0.0.1:{self.server_address[1]}"
 
     def record(self, i, fields):
@@ -51,12 +59,27 @@ class IronicStub(http.server.ThreadingHTTPServer):
         return record
 
 
+    def provider_listing(self):
+        """Placement's answer listing a provider per node, as after their creation."""
+        if self._listing is None:
+            template = self.captured["provider"]
+            entries = []
+            for i in range(self.count):
+                node = str(uuidlib.UUID(int=i + 1))
+                text = json.dumps({**template, "generation": GENERATION})
+                entries.append(text.replace(template["uuid"], node))
+            self._listing = ('{"resource_providers": [' + ", ".join(entries) + "]}").encode()
+        return self._listing
+
+
 class StubHandler(http.server.BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
     def _send(self, body, status=200):
-        data = json.dumps(body).encode()
+        self._send_bytes(json.dumps(body).encode(), status)
+
+    def _send_bytes(self, data, status=200):
         self.send_response(status)
         for name, value in self.server.captured["headers"].items():
             self.send_header(name, value)
@@ -85,11 +108,28 @@ class StubHandler(http.server.BaseHTTPRequestHandler):
                                                      "marker": nodes[-1]["uuid"]})
                 body["next"] = f"{stub.url}/v1/nodes?{next_query}"
             return self._send(body)
+        if path == "/placement/resource_providers":
+            return self._send_bytes(stub.provider_listing())
         if path.startswith("/v1/nodes/"):
             index = uuidlib.UUID(path.rsplit("/", 1)[1]).int - 1
             if 0 <= index < stub.count:
                 return self._send(stub.record(index, fields))
         return self._send({"error_message": "not found"}, 404)
+
+
+def capture_provider(placement_url):
+    """One provider as the real Placement lists it (at the reporter's microversion);
+    the stub repeats it with each node's uuid as its uuid, name and root."""
+    from rp_reporter.sync import placement as placement_sync
+    placement = fleet.Placement(placement_url)
+    rp = str(uuidlib.uuid4())
+    placement._call("POST", "/resource_providers", json={"uuid": rp, "name": rp})  # noqa: SLF001
+    resp = placement.http.get(f"{placement_url}/resource_providers?uuid={rp}", timeout=30,
+                              headers={"OpenStack-API-Version":
+                                       f"placement {placement_sync.MICROVERSION}"})
+    resp.raise_for_status()
+    (provider,) = resp.json()["resource_providers"]
+    return provider
 
 
 def capture(ironic_url):
@@ -116,13 +156,12 @@ def peak_mb():
     raise RuntimeError("no VmHWM in /proc/self/status")
 
 
-def probe(conf_path):
+def probe(conf_path, placement_listing_url):
     """In its own process: the agent's state for every node the stub serves."""
     # What the agent loads (tooz, prometheus-client, oslo.messaging), so the
     # baseline is the agent's.
     from rp_reporter import agent  # noqa: F401
     from rp_reporter import conf as rp_conf
-    from rp_reporter import model
     from rp_reporter import wiring
     from rp_reporter.sync import events  # noqa: F401
     from rp_reporter.sync import plan as planner
@@ -131,45 +170,59 @@ def probe(conf_path):
     steps = {"imported": peak_mb()}
     conf = rp_conf.load(["--config-file", conf_path])
     reconciler = wiring.reconciler(conf)
-    drift = reconciler.drift()  # Placement is empty: every node is new
-    steps["drift (listings, desired state)"] = peak_mb()
-    queue = work_queue.WorkQueue(lambda key: True)  # not started: holds the keys
-    for key in drift.keys + [d.uuid for d in drift.new]:
-        queue.add(key)
-    steps[f"queued ({queue.depth()} keys)"] = peak_mb()
-    desired = [model.desired(model.node_from_api(r)) for r in reconciler.ironic.iter_nodes()]
-    listed = {d.uuid: (d.name, 3) for d in desired}  # a Placement listing of the same size
     syncer = reconciler.syncer
-    for d in desired:  # as a completed sync of each node leaves the cache
-        syncer._remember(None, planner.plan(d, None), 2)  # noqa: SLF001
-    steps[f"cache and listing ({len(desired)} and {len(listed)} providers)"] = peak_mb()
-    print(json.dumps({"nodes": drift.nodes, "peak_rss_mb": peak_mb(), "steps": steps}))
+    drift = reconciler.drift()  # Placement is empty: every node is new
+    nodes = drift.nodes
+    steps["first resync (listings, desired state)"] = peak_mb()
+    # The bulk creation, as the agent's create_in_bulk leaves it: the desired
+    # providers used up batch by batch, each batch remembered in the cache.
+    new, drift = drift.new, None
+    while new:
+        for d in new[-conf.reconcile.bulk_batch:]:
+            syncer._remember(None, planner.plan(d, None), GENERATION)  # noqa: SLF001
+        del new[-conf.reconcile.bulk_batch:]
+    steps[f"created in bulk (cache of {len(syncer._cache)})"] = peak_mb()  # noqa: SLF001
+    # Every later resync: both listings again (Placement's, of every provider,
+    # from the stub through the real client), the cache proving each in step.
+    conf.set_override("endpoint", placement_listing_url, "placement")
+    syncer.placement = wiring.placement_client(conf)
+    drift = reconciler.drift()
+    steps[f"next resync ({drift.nodes} nodes listed on both sides, "
+          f"{len(drift.keys) + len(drift.new)} to do)"] = peak_mb()
+    queue = work_queue.WorkQueue(lambda key: True)  # not started: holds the keys
+    for key in syncer._cache:  # noqa: SLF001
+        queue.add(key)
+    steps[f"every node queued ({queue.depth()} keys)"] = peak_mb()
+    print(json.dumps({"nodes": nodes, "peak_rss_mb": peak_mb(), "steps": steps}))
 
 
 def bench_rss(args):
     stack = localstack.LocalStack()
     try:
         stack.start(["rabbitmq", "placement", "ironic"])
-        stub = IronicStub(args.nodes, capture(stack.ironic_url))
+        stub = ListingStub(args.nodes, {**capture(stack.ironic_url),
+                                       "provider": capture_provider(stack.placement_url)})
         threading.Thread(target=stub.serve_forever, daemon=True).start()
         conf_path = os.path.join(stack.workdir, "rss.conf")
         with open(conf_path, "w") as f:
             f.write(stack.reporter_conf(ironic={"endpoint_override": stub.url}))
-        out = subprocess.run([sys.executable, "-m", "tools.bench_rss", "--probe", conf_path],
+        out = subprocess.run([sys.executable, "-m", "tools.bench_rss", "--probe", conf_path,
+                              f"{stub.url}/placement"],
                              capture_output=True, text=True, check=True, timeout=1800)
         result = json.loads(out.stdout.strip().splitlines()[-1])
-        result["ironic"] = "STUB serving the real Ironic's node JSON (see tools/bench_rss.py)"
+        result["listings"] = ("STUB serving the real Ironic's node JSON and the real "
+                              "Placement's provider JSON (see tools/bench_rss.py)")
         stub.shutdown()
     finally:
         stack.stop()
     bench.print_table([{"step": k, "peak_rss_mb": v} for k, v in result["steps"].items()],
                       ("step", "peak_rss_mb"))
     print(f"peak RSS with {result['nodes']} nodes: {result['peak_rss_mb']} MB "
-          f"(Ironic: {result['ironic']})")
+          f"(listings: {result['listings']})")
     bench.save(result, "rss")
     return result
 
 
 if __name__ == "__main__":
     if sys.argv[1:2] == ["--probe"]:
-        probe(sys.argv[2])
+        probe(sys.argv[2], sys.argv[3])
