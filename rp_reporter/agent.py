@@ -112,9 +112,7 @@ class Agent:
             return
         self.ironic_dep.ok()
         self.placement_dep.ok()
-        for key in drift.keys:
-            self.queue.add(key)
-        self.metrics.queue_depth.set(self.queue.depth())  # not only when a sync ends
+        self._enqueue(drift.keys)
         self.metrics.nodes_owned.set(drift.nodes)
         self.metrics.nodes_skipped.set(drift.skipped)
         self.metrics.reconcile_seconds.set(time.monotonic() - started)
@@ -142,7 +140,7 @@ class Agent:
         with concurrent.futures.ThreadPoolExecutor(self.conf.reconcile.workers) as pool:
             while new:
                 if self.stopping.is_set() or self.membership.fenced:
-                    self._queue_instead(*new)
+                    self._enqueue(d.uuid for d in new)
                     break
                 chunk = new[-batch:]
                 del new[-batch:]
@@ -151,10 +149,10 @@ class Agent:
                 chunk = [d for d in chunk if self.owns(d.uuid) and not self.queue.has(d.uuid)]
                 try:
                     results = list(self.syncer.create_many(chunk, pool, batch,
-                                                           self._queue_instead))
+                                                           self._enqueue_one))
                 except Exception as e:  # noqa: BLE001 - the queue retries with backoff
                     self.placement_dep.failed(e)
-                    self._queue_instead(*chunk, *new)
+                    self._enqueue(d.uuid for d in chunk + new)
                     break
                 for result in filter(None, results):
                     self.metrics.record_sync(result)
@@ -198,10 +196,14 @@ class Agent:
             return False
         return True
 
-    def _queue_instead(self, *desired):
-        for d in desired:
-            self.queue.add(d.uuid)
-        self.metrics.queue_depth.set(self.queue.depth())
+    def _enqueue(self, uuids):
+        for uuid in uuids:
+            self.queue.add(uuid)
+        self.metrics.queue_depth.set(self.queue.depth())  # not only when a sync ends
+
+    def _enqueue_one(self, desired):
+        """The bulk path's fallback: that node goes through the queue (no Result)."""
+        self._enqueue([desired.uuid])
 
     def _synced(self, key, ok):
         if ok:  # only notification-driven syncs count as event-to-write
