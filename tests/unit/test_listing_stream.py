@@ -2,35 +2,16 @@
 retried like an outage, never taken for a shorter fleet."""
 
 import json
-import socket
-import threading
 
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 from keystoneauth1.adapter import Adapter
 
 from rp_reporter.sync import placement as placement_sync
+from tests.unit.http_server import serve
 
 PROVIDERS = [{"uuid": f"0c6ad6f2-2b8c-4fd0-9d1e-6f7a0d0e1a{i:02d}", "generation": i,
               "links": [{"rel": "self", "href": "/resource_providers/x"}]} for i in range(40)]
-
-
-def serve(answers):
-    """A server that answers one connection per body; a body shorter than its
-    Content-Length is cut short, as by a dropped connection."""
-    listener = socket.create_server(("127.0.0.1", 0))
-
-    def run():
-        for body, length in answers:
-            conn, _ = listener.accept()
-            with conn:
-                conn.recv(65536)
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                             b"Content-Length: %d\r\nConnection: close\r\n\r\n" % length + body)
-        listener.close()
-
-    threading.Thread(target=run, daemon=True).start()
-    return f"http://127.0.0.1:{listener.getsockname()[1]}"
 
 
 def client(url):
@@ -47,7 +28,7 @@ def test_a_listing_is_read_whole_and_a_provider_named_by_its_uuid_shares_it():
     named = [{**rp, "name": rp["uuid"] if i % 2 else f"node-{i}"}
              for i, rp in enumerate(PROVIDERS)]
     body = listing(named)
-    placement = client(serve([(body, len(body))]))
+    placement = client(serve([(body, len(body))])[0])
     listed = placement.list_providers()
     assert listed == {rp["uuid"]: (rp["name"], rp["generation"]) for rp in named}
     assert all((name is uuid) == (name == uuid) for uuid, (name, _) in listed.items())
@@ -56,6 +37,6 @@ def test_a_listing_is_read_whole_and_a_provider_named_by_its_uuid_shares_it():
 def test_an_answer_cut_short_is_retried():
     named = [{**rp, "name": rp["uuid"]} for rp in PROVIDERS]
     body = listing(named)
-    placement = client(serve([(body[:len(body) // 2], len(body)), (body, len(body))]))
+    placement = client(serve([(body[:len(body) // 2], len(body)), (body, len(body))])[0])
     assert len(placement.list_providers()) == len(PROVIDERS)
     assert placement.requests["GET"] == 2
