@@ -66,24 +66,38 @@ class Agent:
         """This agent syncs the node: it is a live, unfenced member and the ring says so."""
         return not self.membership.fenced and self.ring.owner(uuid) == self.conf.host
 
-    def watch_membership(self):
-        """Renew membership every heartbeat; on a change, rebuild the ring and resync
-        at once (newly owned nodes are synced; released ones are left alone)."""
-        was_fenced = False
+    def renew_membership(self):
+        """Renew membership every heartbeat; on a change of members, rebuild the ring
+        and resync at once (newly owned nodes are synced; released ones are left alone)."""
         while not self.stopping.is_set():
             members = self.membership.tick()
-            fenced = self.membership.fenced
-            if fenced != was_fenced:
-                self.queue.pause(fenced)
-                LOG.warning("fenced: writes stopped" if fenced else "unfenced: writes resume")
-                was_fenced = fenced
-                if not fenced:
-                    self.wake.set()
             if members and members != self.ring.members:
                 LOG.info("ring members now %s", sorted(members))
                 self.ring = self._ring(members)
                 self.wake.set()
             self.stopping.wait(self.conf.coordination.heartbeat)
+
+    def watch_fencing(self):
+        """Stop the queue while fenced; resync when the membership is renewed, since
+        what arrived meanwhile was dropped (``owns`` said no).
+
+        Apart from the renewals, because one renewal can block through a whole
+        outage; ``lapses`` shows a lapse that began and ended inside one renewal.
+        """
+        was_fenced, lapses = False, self.membership.lapses
+        while not self.stopping.wait(self.conf.coordination.heartbeat):
+            renewed_after_lapse = self.membership.lapses != lapses
+            lapses = self.membership.lapses
+            fenced = self.membership.fenced
+            if fenced and not was_fenced:
+                self.queue.pause(True)
+                LOG.warning("fenced: membership not renewed in time, writes stopped")
+            elif not fenced and (was_fenced or renewed_after_lapse):
+                self.queue.pause(False)
+                LOG.warning("unfenced: membership renewed, writes resume; resyncing for "
+                            "what was dropped while fenced")
+                self.wake.set()
+            was_fenced = fenced
 
     # -- producers ---------------------------------------------------------
     def on_notification(self, uuid, event_type, sent_at):
@@ -264,7 +278,8 @@ class Agent:
         self.membership.start()
         self.membership.tick()
         self.ring = self._ring(self.membership.members() or {self.conf.host})
-        threading.Thread(target=self.watch_membership, name="membership", daemon=True).start()
+        threading.Thread(target=self.renew_membership, name="membership", daemon=True).start()
+        threading.Thread(target=self.watch_fencing, name="fencing", daemon=True).start()
         self.queue.start()
         self.start_listener()
         self.ready.set()

@@ -9,6 +9,11 @@ Fencing: the backend drops a member whose heartbeats stop for ``lease``
 seconds, and the others then take its nodes.  A member that cannot renew
 stops writing before that moment (``lease - heartbeat`` after its last good
 renewal), so two live writers for one node last no longer than one lease.
+A renewal can block for as long as the backend's client retries (tooz's redis
+driver: tens of seconds while Redis is down), so fencing is a deadline read
+from the clock, not a state a renewal sets; and ``lapses`` counts renewals
+that came after the deadline, so a lapse is seen even when one blocked
+renewal spanned it.
 """
 
 import logging
@@ -24,10 +29,10 @@ from rp_reporter.outage import Outage
 LOG = logging.getLogger(__name__)
 
 
-
-
 class Alone:
     """No backend, no peers: this agent owns every node."""
+
+    lapses = 0  # never fenced
 
     def __init__(self, member_id):
         self.member_id = member_id
@@ -84,6 +89,7 @@ class Group:
         self._capabilities = capabilities
         self._coordinator = None
         self._last_renewal = None
+        self.lapses = 0  # renewals that came after the fence deadline
         self._members = set()
         self._backend = Outage("coordination backend")
         self._lock = threading.Lock()
@@ -130,6 +136,8 @@ class Group:
             if self.member_id not in members:  # expired while cut off: join again
                 self._join()
                 members.add(self.member_id)
+            if self.fenced:  # the deadline passed before this renewal got through
+                self.lapses += 1
             self._last_renewal = time.monotonic()
             self._members = members
             self._backend.ok()

@@ -123,3 +123,6 @@ def test_losing_the_backend_fences_writes_until_it_returns(fleet_of, ironic, pla
     wait_for(lambda: "CUSTOM_WHILE_FENCED" in traits(placement, nodes[0]), 20,
              "the change made while fenced, after the backend returned")
     assert all(a.proc.poll() is None for a in agents)
+    # Seen by every agent, though a renewal may block through the whole outage.
+    wait_for(lambda: all("writes stopped" in a.output() and "writes resume" in a.output()
+                         for a in agents), 20, "every agent fenced, then renewed")

@@ -1,0 +1,86 @@
+"""Fencing: writes stop at the deadline and a renewal after it resyncs, even when
+one blocked renewal spans the whole lapse (tooz's redis driver retries a call
+for tens of seconds while Redis is down, so no tick sees the agent fenced)."""
+
+import threading
+import time
+
+import pytest
+
+from rp_reporter import agent as rp_agent
+from rp_reporter import conf as rp_conf
+from rp_reporter import membership
+from rp_reporter.sync import queue as work_queue
+
+HEARTBEAT = 0.1
+
+
+def eventually(check, timeout=3.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.01)
+    return False
+
+
+class Membership:
+    """What the agent reads of its membership, set by the test."""
+    fenced = False
+    lapses = 0
+
+
+@pytest.fixture
+def agent(tmp_path):
+    path = tmp_path / "rp.conf"
+    path.write_text("[ironic]\nauth_type = none\nendpoint_override = http://127.0.0.1:9\n"
+                    "[placement]\nauth_type = none\nendpoint_override = http://127.0.0.1:9\n"
+                    f"[coordination]\nheartbeat = {HEARTBEAT}\n")
+    agent = rp_agent.Agent(rp_conf.load(["--config-file", str(path)]))
+    agent.membership = Membership()
+    agent.synced = []
+    agent.queue = work_queue.WorkQueue(agent.synced.append, workers=1).start()
+    watcher = threading.Thread(target=agent.watch_fencing, daemon=True)
+    watcher.start()
+    yield agent
+    agent.stopping.set()
+    agent.queue.stop(timeout=1)
+    watcher.join(1)
+
+
+def test_nothing_lapsed_nothing_to_resync(agent):
+    time.sleep(4 * HEARTBEAT)
+    assert not agent.wake.is_set()
+
+
+def test_a_lapse_inside_one_blocked_renewal_still_resyncs(agent):
+    time.sleep(2 * HEARTBEAT)
+    agent.membership.lapses = 1  # renewed after the deadline; never seen fenced
+    assert eventually(agent.wake.is_set)
+
+
+def test_writes_stop_while_fenced_and_resume_with_a_resync(agent):
+    agent.membership.fenced = True
+    time.sleep(3 * HEARTBEAT)
+    agent.queue.add("node-1")
+    time.sleep(3 * HEARTBEAT)
+    assert agent.synced == [] and not agent.wake.is_set()
+    agent.membership.fenced, agent.membership.lapses = False, 1
+    assert eventually(lambda: agent.synced == ["node-1"])
+    assert agent.wake.is_set()
+
+
+def test_a_renewal_after_the_deadline_counts_a_lapse(tmp_path):
+    group = membership.Group(f"file://{tmp_path}", "rp", "me", heartbeat=0.1,
+                             lease=1.0).start()
+    try:
+        group.tick()
+        assert not group.fenced and group.lapses == 0
+        time.sleep(0.95)  # past lease - heartbeat: writes stop here
+        assert group.fenced
+        group.tick()
+        assert not group.fenced and group.lapses == 1
+        group.tick()
+        assert group.lapses == 1
+    finally:
+        group.stop()
