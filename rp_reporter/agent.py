@@ -108,7 +108,7 @@ class Agent:
         sent_at = sent_at or time.time()
         with self._event_lock:
             self._event_sent_at[uuid] = min(sent_at, self._event_sent_at.get(uuid, sent_at))
-        self.queue.add(uuid)
+        self.queue.add(uuid, urgent=True)  # ahead of a resync's keys
 
     def on_bad_notification(self, reason):
         self.metrics.notifications.labels("invalid").inc()

@@ -7,6 +7,7 @@ writes ``etc/rp_reporter/rp_reporter.conf.sample``.
 import socket
 
 from keystoneauth1 import loading as ks_loading
+from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 
 CONF = cfg.CONF
@@ -166,4 +167,10 @@ def adapter(conf, group):
     """A keystoneauth1 Adapter for one service, built from its section."""
     auth = ks_loading.load_auth_from_conf_options(conf, group)
     session = ks_loading.load_session_from_conf_options(conf, group, auth=auth)
+    # A connection for every thread that may call the service at once (the
+    # agent's queue workers beside a reconcile's); requests keeps 10 per host
+    # and closes the rest after each call ("Connection pool is full").
+    pool = conf.agent.workers + conf.reconcile.workers
+    for prefix in ("https://", "http://"):
+        session.session.mount(prefix, ks_session.TCPKeepAliveAdapter(pool_maxsize=pool))
     return ks_loading.load_adapter_from_conf_options(conf, group, session=session, auth=auth)

@@ -6,8 +6,13 @@ times while waiting is synced once; a key queued while its sync runs is synced
 again afterwards (the newer state is never skipped); a failed sync is retried
 with exponential backoff until it succeeds or ``wanted(key)`` says no (the
 node is no longer owned).  A restart loses nothing: reconcile rebuilds it.
+
+Two lanes: a key added ``urgent`` (a notification: someone just changed that
+node) goes ahead of routine keys (a resync's), so a restarted agent's cold
+resync of every node it owns does not hold up the changes made meanwhile.
 """
 
+import collections
 import heapq
 import logging
 import random
@@ -15,6 +20,7 @@ import threading
 import time
 
 LOG = logging.getLogger(__name__)
+URGENT, ROUTINE = 0, 1  # lanes, taken from in this order
 
 
 class WorkQueue:
@@ -25,12 +31,13 @@ class WorkQueue:
         self._on_done = on_done  # (key, ok) -> None, for metrics
         self._backoff_base, self._backoff_max = backoff_base, backoff_max
         self._cond = threading.Condition()
-        self._ready = []  # FIFO of keys ready now (kept in order, unique via _queued)
+        self._lanes = (collections.deque(), collections.deque())  # keys ready, oldest first
+        self._ready_in = {}  # key -> its lane (an entry for it in the other lane is stale)
         self._queued = set()  # every key waiting, ready, delayed or to run again
         self._delayed = []  # heap of (due, key) for retries
         self._failures = {}  # key -> consecutive failures
         self._running = set()
-        self._dirty = set()  # queued while running: run again afterwards
+        self._dirty = {}  # key -> lane: queued while running, run again afterwards
         self._stopping = False
         self._paused = False
         self._threads = [threading.Thread(target=self._work, name=f"sync-{i}", daemon=True)
@@ -42,17 +49,21 @@ class WorkQueue:
         return self
 
     # -- producers ------------------------------------------------------
-    def add(self, key):
+    def add(self, key, urgent=False):
+        lane = URGENT if urgent else ROUTINE
         with self._cond:
             if key in self._running:
-                self._dirty.add(key)
+                self._dirty[key] = min(lane, self._dirty.get(key, lane))
                 self._queued.add(key)
                 return
             if key in self._queued:
+                # Ready in the routine lane and now urgent: move it up.  (A key
+                # delayed for a retry waits out its backoff.)
+                if lane < self._ready_in.get(key, URGENT):
+                    self._make_ready(key, lane)
                 return
             self._queued.add(key)
-            self._ready.append(key)
-            self._cond.notify()
+            self._make_ready(key, lane)
 
     def depth(self):
         """Keys waiting to be synced (ready, delayed for a retry, or due again)."""
@@ -84,11 +95,25 @@ class WorkQueue:
             t.join(max(0, deadline - time.monotonic()))
 
     # -- workers --------------------------------------------------------
+    def _make_ready(self, key, lane):
+        self._ready_in[key] = lane
+        self._lanes[lane].append(key)
+        self._cond.notify()
+
+    def _pop_ready(self):
+        for lane, keys in enumerate(self._lanes):
+            while keys:
+                key = keys.popleft()
+                if self._ready_in.get(key) == lane:
+                    del self._ready_in[key]
+                    return key
+        return None
+
     def _promote_due(self, now):
         while self._delayed and self._delayed[0][0] <= now:
             _, key = heapq.heappop(self._delayed)
-            if key not in self._ready and key not in self._running:
-                self._ready.append(key)
+            if key not in self._ready_in and key not in self._running:
+                self._make_ready(key, ROUTINE)
 
     def _take(self):
         with self._cond:
@@ -96,8 +121,8 @@ class WorkQueue:
                 if self._stopping:
                     return None
                 self._promote_due(time.monotonic())
-                if self._ready and not self._paused:
-                    key = self._ready.pop(0)
+                key = None if self._paused else self._pop_ready()
+                if key is not None:
                     self._running.add(key)
                     return key
                 timeout = None
@@ -111,9 +136,7 @@ class WorkQueue:
             if ok:
                 self._failures.pop(key, None)
             if key in self._dirty:  # changed again while we synced: go again now
-                self._dirty.discard(key)
-                self._ready.append(key)
-                self._cond.notify()
+                self._make_ready(key, self._dirty.pop(key))
             elif ok:
                 self._queued.discard(key)
             elif self._wanted(key):

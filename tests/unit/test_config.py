@@ -29,6 +29,15 @@ def test_local_stack_style_config_loads(tmp_path):
     assert conf.placement.service_type == "placement" and conf.ironic.service_type == "baremetal"
 
 
+def test_each_service_keeps_a_connection_per_concurrent_caller(tmp_path):
+    path = tmp_path / "rp.conf"
+    path.write_text("[ironic]\nauth_type = none\nendpoint_override = http://127.0.0.1:6385\n"
+                    "[agent]\nworkers = 16\n[reconcile]\nworkers = 12\n")
+    conf = rp_conf.load(["--config-file", str(path)])
+    transport = rp_conf.adapter(conf, "ironic").session.session.get_adapter("http://127.0.0.1")
+    assert transport._pool_maxsize == 28  # requests' own default is 10
+
+
 def test_every_option_group_is_in_the_sample():
     groups = {group for group, _ in rp_conf.list_opts()}
     assert groups == {"DEFAULT", "ironic", "placement", "reconcile", "notifications", "agent",

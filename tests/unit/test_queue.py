@@ -133,3 +133,49 @@ def test_done_callback_reports_each_outcome():
     q.stop()
     assert seen == [("good", True), ("bad", False)]
     assert q.depth() == 1  # the failure waits for its retry
+
+
+def _order_taken(adds):
+    """Keys in the order one worker syncs them, after ``adds`` on a paused queue."""
+    calls = []
+    q = WorkQueue(calls.append, workers=1)
+    q.pause()
+    q.start()
+    for key, urgent in adds:
+        q.add(key, urgent=urgent)
+    q.pause(False)
+    wait_idle(q)
+    q.stop()
+    return calls
+
+
+def test_an_urgent_key_goes_ahead_of_routine_ones():
+    assert _order_taken([("a", False), ("b", False), ("n", True), ("c", False),
+                         ("m", True)]) == ["n", "m", "a", "b", "c"]
+
+
+def test_a_routine_key_made_urgent_moves_up_and_syncs_once():
+    assert _order_taken([("a", False), ("b", False), ("c", False), ("b", True),
+                         ("b", False), ("b", True)]) == ["b", "a", "c"]
+
+
+def test_an_urgent_key_queued_during_its_own_sync_runs_next():
+    calls = []
+    in_sync, release = threading.Event(), threading.Event()
+
+    def sync(key):
+        calls.append(key)
+        if len(calls) == 1:
+            in_sync.set()
+            release.wait()
+
+    q = WorkQueue(sync, workers=1).start()
+    q.add("a", urgent=True)
+    in_sync.wait(2)
+    for key in ("x", "y"):
+        q.add(key)
+    q.add("a", urgent=True)  # changed again while its first sync ran
+    release.set()
+    wait_idle(q)
+    q.stop()
+    assert calls == ["a", "a", "x", "y"]
