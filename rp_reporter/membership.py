@@ -162,6 +162,12 @@ class Group:
     def stop(self):
         if self._coordinator is None:
             return
+        if self.fenced:
+            # The backend has not answered for a lease, and each call to it would
+            # block while its client retries; the others drop us when the lease ends.
+            LOG.warning("not leaving group %s: the coordination backend is unreachable",
+                        self.group.decode())
+            return
         try:
             self._coordinator.leave_group(self.group).get()
         except coordination.ToozError as e:

@@ -126,3 +126,17 @@ def test_losing_the_backend_fences_writes_until_it_returns(fleet_of, ironic, pla
     # Seen by every agent, though a renewal may block through the whole outage.
     wait_for(lambda: all("writes stopped" in a.output() and "writes resume" in a.output()
                          for a in agents), 20, "every agent fenced, then renewed")
+
+
+@pytest.mark.parametrize("backend", ["redis"], indirect=True)
+def test_sigterm_while_the_backend_is_down_exits_quickly(fleet_of, stack):
+    agent, = fleet_of(1)
+    stack.stop(["redis"])
+    try:
+        wait_for(lambda: not agent.healthy(), LEASE + 2, "agent fenced")
+        started = time.monotonic()
+        assert agent.stop() == 0  # each call to Redis would block while its client retries
+        assert time.monotonic() - started < 10
+        assert "not leaving group" in agent.output()
+    finally:
+        stack.start_redis()

@@ -11,17 +11,9 @@ from rp_reporter import agent as rp_agent
 from rp_reporter import conf as rp_conf
 from rp_reporter import membership
 from rp_reporter.sync import queue as work_queue
+from tools.localstack import wait_until
 
 HEARTBEAT = 0.1
-
-
-def eventually(check, timeout=3.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.01)
-    return False
 
 
 class Membership:
@@ -56,7 +48,7 @@ def test_nothing_lapsed_nothing_to_resync(agent):
 def test_a_lapse_inside_one_blocked_renewal_still_resyncs(agent):
     time.sleep(2 * HEARTBEAT)
     agent.membership.lapses = 1  # renewed after the deadline; never seen fenced
-    assert eventually(agent.wake.is_set)
+    wait_until(agent.wake.is_set, 3, "a resync")
 
 
 def test_writes_stop_while_fenced_and_resume_with_a_resync(agent):
@@ -66,7 +58,7 @@ def test_writes_stop_while_fenced_and_resume_with_a_resync(agent):
     time.sleep(3 * HEARTBEAT)
     assert agent.synced == [] and not agent.wake.is_set()
     agent.membership.fenced, agent.membership.lapses = False, 1
-    assert eventually(lambda: agent.synced == ["node-1"])
+    wait_until(lambda: agent.synced == ["node-1"], 3, "the held sync")
     assert agent.wake.is_set()
 
 

@@ -32,17 +32,21 @@ def test_a_key_queued_many_times_while_waiting_syncs_once():
     assert calls == ["blocker", "a"]
 
 
-def test_a_key_queued_during_its_own_sync_runs_again():
+def _first_sync_blocks():
+    """A sync that records its keys; the first one blocks until ``release`` is set."""
     calls = []
-    in_sync = threading.Event()
-    release = threading.Event()
+    in_sync, release = threading.Event(), threading.Event()
 
     def sync(key):
         calls.append(key)
         if len(calls) == 1:
             in_sync.set()
             release.wait()
+    return sync, calls, in_sync, release
 
+
+def test_a_key_queued_during_its_own_sync_runs_again():
+    sync, calls, in_sync, release = _first_sync_blocks()
     q = WorkQueue(sync, workers=2).start()
     q.add("a")
     in_sync.wait(2)
@@ -160,15 +164,7 @@ def test_a_routine_key_made_urgent_moves_up_and_syncs_once():
 
 
 def test_an_urgent_key_queued_during_its_own_sync_runs_next():
-    calls = []
-    in_sync, release = threading.Event(), threading.Event()
-
-    def sync(key):
-        calls.append(key)
-        if len(calls) == 1:
-            in_sync.set()
-            release.wait()
-
+    sync, calls, in_sync, release = _first_sync_blocks()
     q = WorkQueue(sync, workers=1).start()
     q.add("a", urgent=True)
     in_sync.wait(2)
