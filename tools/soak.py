@@ -31,8 +31,21 @@ from tools import bench
 from tools import fleet
 from tools import localstack
 
+AFTER_KILL = 60  # seconds: a change made this soon after a kill is counted apart
 COUNTERS = ("rp_reporter_notifications_total", "rp_reporter_placement_writes_total",
             "rp_reporter_generation_conflicts_total", "rp_reporter_sync_failures_total")
+
+
+def lag_figures(name, lags):
+    """Sample count, p50, p90, p99 and max of some lags, in seconds."""
+    return {f"{name}_samples": len(lags),
+            **{f"{name}_p{q}_s": round(bench.percentile(lags, q), 3) if lags else None
+               for q in (50, 90, 99)},
+            f"{name}_max_s": round(max(lags), 3) if lags else None}
+
+
+def after_a_kill(moment, kill_times):
+    return any(0 <= moment - k < AFTER_KILL for k in kill_times)
 
 
 class Agent:
@@ -92,7 +105,8 @@ def main(argv=None):
     stack = localstack.LocalStack(workdir)
     agents = []
     totals = collections.Counter()  # counters of agents killed so far
-    lags, changes, kills = [], collections.Counter(), 0
+    lags, changes, kills = [], collections.Counter(), 0  # lags: (change made, lag)
+    kill_times = []
     try:
         stack.start()
         ironic = fleet.Ironic(stack.ironic_url, "soak")
@@ -122,12 +136,12 @@ def main(argv=None):
                     return
                 try:
                     if check(node):  # one Placement read: watchers must not starve the agents
-                        lags.append(time.monotonic() - started)
+                        lags.append((started, time.monotonic() - started))
                         return
                 except Exception:  # noqa: S110 - a read racing a write: look again
                     pass
                 time.sleep(0.5)
-            lags.append(float("inf"))
+            lags.append((started, float("inf")))
 
         # Changes go out from a small pool, since one Ironic call takes 40-75 ms here;
         # a node has at most one change in flight, so the order of its changes is the
@@ -206,6 +220,7 @@ def main(argv=None):
                 victim.proc.send_signal(signal.SIGKILL)
                 victim.proc.wait()
                 kills += 1
+                kill_times.append(time.monotonic())
                 print(f"{time.strftime('%H:%M:%S')} killed {victim.name}; restarting "
                       f"({sum(changes.values())} changes so far)", flush=True)
                 victim.start()
@@ -232,11 +247,13 @@ def main(argv=None):
             "writes": int(totals["rp_reporter_placement_writes_total"]),
             "conflicts": int(totals["rp_reporter_generation_conflicts_total"]),
             "retries": int(totals["rp_reporter_sync_failures_total"]),
-            "lag_samples": len(lags),
             "lag_samples_superseded": superseded["samples"],
-            **{f"lag_p{q}_s": round(bench.percentile(lags, q), 3) if lags else None
-               for q in (50, 90, 99)},
-            "lag_max_s": round(max(lags), 3) if lags else None,
+            **lag_figures("lag", [lag for _, lag in lags]),
+            # Whether the tail follows the kills: changes made just after one, apart.
+            **lag_figures(f"lag_within_{AFTER_KILL}s_of_a_kill",
+                          [lag for made, lag in lags if after_a_kill(made, kill_times)]),
+            **lag_figures("lag_otherwise",
+                          [lag for made, lag in lags if not after_a_kill(made, kill_times)]),
             "inexact_at_end": len(inexact),
         }
         print(json.dumps(result, indent=2))
