@@ -129,14 +129,16 @@ class Agent:
         self._enqueue(drift.keys)
         self.metrics.nodes_owned.set(drift.nodes)
         self.metrics.nodes_skipped.set(drift.skipped)
-        self.metrics.reconcile_seconds.set(time.monotonic() - started)
-        self.metrics.reconcile_drift.set(len(drift.keys) + len(drift.new))
+        found = len(drift.keys) + len(drift.new)
         if drift.keys:
             LOG.info("reconcile: %d of %d nodes out of step, queued", len(drift.keys),
                      drift.nodes)
         if drift.new:
             new, drift.new = drift.new, None  # used up as it goes
             self.create_in_bulk(new)
+        # Only now: a pass is done when its bulk creation is (watchers wait on this).
+        self.metrics.reconcile_seconds.set(time.monotonic() - started)
+        self.metrics.reconcile_drift.set(found)
 
     def create_in_bulk(self, new):
         """Providers Placement does not have yet (a first start on a fleet), their

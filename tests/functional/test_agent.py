@@ -45,6 +45,9 @@ def test_a_first_start_creates_providers_in_bulk(agents, ironic, placement):
     # A name of its own: a new listener pool, so no earlier agent's pool holds
     # these nodes' notifications and only the resync can create them.
     agent = agents("bulk-agent", reconcile={"interval": 1, "jitter": 0, "bulk_batch": 5})
+    # A pass is done once its bulk creation is (the soak and operators wait on this).
+    wait_for(lambda: agent.metric("rp_reporter_last_reconcile_seconds") > 0, 30, "a pass")
+    assert all(inventory(placement, n) == {GOLD: (1, 1, 1)} for n in nodes)
     for node in nodes:
         wait_for(lambda n=node: inventory(placement, n) == {GOLD: (1, 1, 1)}, 30, node)
     wait_for(lambda: "12 of 12 providers created in bulk" in agent.output(), 10, "bulk")
