@@ -288,7 +288,8 @@ class Agent:
         while not self.stopping.is_set():
             self.wake.clear()
             if not self.membership.fenced:
-                self.resync()
+                with self.metrics.reconciling.track_inprogress():
+                    self.resync()
             self.wake.wait(self.next_wait())
         if self.listener:
             self.listener.stop()

@@ -36,8 +36,10 @@ class Metrics:
                                         "class, unreadable record); each is logged once.",
                                         registry=r)
         self.reconcile_seconds = prom.Gauge("rp_reporter_last_reconcile_seconds",
-                                            "Duration of the last reconcile pass, its bulk creation included.",
-                                            registry=r)
+                                            "Duration of the last reconcile pass, its bulk "
+                                            "creation included.", registry=r)
+        self.reconciling = prom.Gauge("rp_reporter_reconcile_running",
+                                      "1 while a reconcile pass runs.", registry=r)
         self.reconcile_drift = prom.Gauge("rp_reporter_last_reconcile_drift",
                                           "Nodes the last reconcile found out of step.",
                                           registry=r)

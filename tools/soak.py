@@ -32,6 +32,8 @@ from tools import fleet
 from tools import localstack
 
 AFTER_KILL = 60  # seconds: a change made this soon after a kill is counted apart
+GAUGES = ("rp_reporter_queue_depth", "rp_reporter_last_reconcile_seconds",
+          "rp_reporter_reconcile_running")
 COUNTERS = ("rp_reporter_notifications_total", "rp_reporter_placement_writes_total",
             "rp_reporter_generation_conflicts_total", "rp_reporter_sync_failures_total")
 
@@ -68,22 +70,23 @@ class Agent:
         """Sum of each counter family (all labels) as this process counted them."""
         totals = collections.Counter()
         for sample, value in fleet.metrics(self.port).items():
-            for name in COUNTERS + ("rp_reporter_queue_depth", "rp_reporter_nodes_owned"):
+            for name in COUNTERS + GAUGES:
                 if sample.split("{")[0] == name:
                     totals[name] += value
         return totals
 
 
 def wait_idle(agents, timeout):
-    """Until every agent has had its first resync and its work queue is empty
-    (or the timeout)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """Until every agent has finished a resync, none runs one, and every work queue is
+    empty, on two looks in a row (or the timeout)."""
+    deadline, quiet = time.monotonic() + timeout, 0
+    while time.monotonic() < deadline and quiet < 2:
         time.sleep(5)
         seen = [a.counters() for a in agents]
-        if all(c.get("rp_reporter_queue_depth") == 0 and c.get("rp_reporter_nodes_owned")
-               for c in seen):
-            return
+        idle = all(c.get("rp_reporter_last_reconcile_seconds")
+                   and not c.get("rp_reporter_reconcile_running")
+                   and c.get("rp_reporter_queue_depth") == 0 for c in seen)
+        quiet = quiet + 1 if idle else 0
 
 
 def main(argv=None):
