@@ -14,16 +14,24 @@ import os_resource_classes as orc
 NAME_RE = re.compile(r"^[A-Z0-9_]+$")
 NAME_MAX = 255
 
-# Trait bookkeeping, kept in Placement itself so every agent (after a crash,
-# a restart or a ring rebalance) knows what it may remove:
-#   MANAGED_TRAIT          on every provider rp_reporter manages;
-#   ADDED_PREFIX + T       beside each trait T that rp_reporter added.
-# A trait without its ADDED_ twin was set by someone else and is never removed.
+# Traits (invariant 5): Ironic's node traits are the truth, as in nova, which
+# hands a flavor's required traits to Ironic (Ironic refuses a deploy on a node
+# without them).  A provider carries the node's traits, MANAGED_TRAIT (how the
+# agent's listing finds the providers it manages), and the traits nova's
+# resource tracker owns (NOVA_OWNED_PREFIXES) where present; nothing else stays.
+# rp_reporter's own namespace (OWN_PREFIX) never comes from a node.
+OWN_PREFIX = "CUSTOM_RPR_"
 MANAGED_TRAIT = "CUSTOM_RPR_MANAGED"
-ADDED_PREFIX = "CUSTOM_RPR_ADDED_"
+# Earlier versions wrote a twin CUSTOM_RPR_ADDED_<T> beside every trait T they
+# added; a pass removes them like any other trait the node does not have.
+LEGACY_ADDED_PREFIX = "CUSTOM_RPR_ADDED_"
+# Set by nova's resource tracker on its compute node providers (COMPUTE_NODE,
+# COMPUTE_STATUS_DISABLED, the driver's capability traits, OWNER_NOVA).
+NOVA_OWNED_PREFIXES = ("COMPUTE_", "OWNER_")
 
-# Ironic states that make a node unusable (nova's rules, ironic driver).
-GOOD_PROVISION_STATES = frozenset({"available"})
+# Ironic states that make a node unusable (nova's rules, ironic driver; nova
+# keeps Ironic's NOSTATE, None, as a good provision state for old nodes).
+GOOD_PROVISION_STATES = frozenset({"available", None})
 BAD_POWER_STATES = frozenset({"error", None})
 
 INVENTORY_FIELDS = ("total", "reserved", "min_unit", "max_unit", "step_size", "allocation_ratio")
@@ -55,6 +63,9 @@ class Desired:
 
     ``resource_class`` is None when the node offers nothing (no class, or one
     that cannot be a Placement class); ``problem`` then says why.
+    ``refused_traits`` names node traits that cannot be provider traits (in
+    rp_reporter's own namespace, or not a valid trait name): they are left
+    out of ``traits``, and the caller logs it once (the model is pure).
     """
 
     uuid: str
@@ -63,6 +74,7 @@ class Desired:
     reserved: int
     traits: frozenset
     problem: str | None = None
+    refused_traits: frozenset = frozenset()
 
     @property
     def inventories(self):
@@ -72,9 +84,17 @@ class Desired:
 
     @property
     def placement_traits(self):
-        """Every trait the provider should carry, bookkeeping included."""
-        return self.traits | {added_marker(t) for t in self.traits if added_marker(t)} | {
-            MANAGED_TRAIT}
+        """The traits a provider rp_reporter creates carries: the node's and the marker."""
+        return self.traits | {MANAGED_TRAIT}
+
+    @property
+    def refusal(self):
+        """One line about the refused traits, or None."""
+        if not self.refused_traits:
+            return None
+        names = ", ".join(sorted(str(t)[:64] for t in self.refused_traits))
+        return (f"node traits refused (rp_reporter's own namespace {OWN_PREFIX}*, or not a "
+                f"valid trait name): {names}")
 
 
 def inventory(reserved, total=1):
@@ -82,10 +102,18 @@ def inventory(reserved, total=1):
             "step_size": 1, "allocation_ratio": 1.0}
 
 
-def added_marker(trait):
-    """The twin that records 'rp_reporter added trait', or None if it cannot exist."""
-    marker = ADDED_PREFIX + trait
-    return marker if len(marker) <= NAME_MAX else None
+def provider_traits(desired, current, add_marker=True):
+    """The traits a provider should carry, given the ones it carries now.
+
+    The node's traits, the marker (added when ``add_marker``, else kept where
+    present), and whatever nova's resource tracker owns that is present;
+    everything else goes, as in nova (the ``CUSTOM_RPR_ADDED_*`` twins of
+    earlier versions included).
+    """
+    kept = {t for t in current if t.startswith(NOVA_OWNED_PREFIXES)}
+    if add_marker or MANAGED_TRAIT in current:
+        kept.add(MANAGED_TRAIT)
+    return frozenset(desired.traits | kept)
 
 
 def valid_name(name):
@@ -167,16 +195,35 @@ def in_use(node):
     return node.instance_uuid is not None
 
 
-def desired(node):
-    """The provider Placement should hold for this node."""
-    resource_class, problem = normalize_resource_class(node.resource_class)
+def acceptable_trait(trait):
+    return valid_name(trait) and not trait.startswith(OWN_PREFIX)
+
+
+def provider(uuid, resource_class, unusable, in_use, traits, skip_reserve_in_use=False):
+    """The provider for a node, from the answers to nova's questions about it.
+
+    ``desired()`` asks them of a Node; the nova-compute driver asks nova's own
+    driver methods, so both end here.  ``skip_reserve_in_use`` is nova's
+    ``[workarounds] skip_reserve_in_use_ironic_nodes``: a node in use but
+    otherwise usable is not reserved.
+    """
+    resource_class, problem = normalize_resource_class(resource_class)
+    traits = frozenset(traits)
+    refused = frozenset(t for t in traits if not acceptable_trait(t))
     return Desired(
-        uuid=node.uuid,
+        uuid=uuid,
         # Provider name = node uuid, as nova-compute's ironic driver names it,
         # so both can run against one Placement without fighting.
-        name=node.uuid,
+        name=uuid,
         resource_class=resource_class,
-        reserved=int(unusable(node) or in_use(node)),
-        traits=node.traits,
+        reserved=int(bool(unusable or (in_use and not skip_reserve_in_use))),
+        traits=traits - refused,
         problem=problem,
+        refused_traits=refused,
     )
+
+
+def desired(node, skip_reserve_in_use=False):
+    """The provider Placement should hold for this node."""
+    return provider(node.uuid, node.resource_class, unusable(node), in_use(node), node.traits,
+                    skip_reserve_in_use)

@@ -54,14 +54,12 @@ def needs_usages(desired, observed):
 
 
 def target_traits(desired, current):
-    """Current traits, minus those we added that the node no longer has, plus ours.
+    """The node's traits, the marker, and the nova-owned traits present (invariant 5).
 
-    Traits that someone else set (no ADDED_ twin) are left alone.
+    Everything else goes, as nova does it: a stale or foreign trait a flavor
+    requires would make nova pick a node Ironic then refuses to deploy.
     """
-    ours_gone = {marker[len(model.ADDED_PREFIX):] for marker in current
-                 if marker.startswith(model.ADDED_PREFIX)} - desired.traits
-    remove = ours_gone | {model.added_marker(t) for t in ours_gone}
-    return frozenset((current - remove) | desired.placement_traits)
+    return model.provider_traits(desired, current)
 
 
 def target_inventories(desired, observed):

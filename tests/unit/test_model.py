@@ -70,19 +70,44 @@ def test_unusable_resource_class_gives_no_inventory_and_a_reason(raw, reason):
     assert reason in d.problem
 
 
-def test_traits_carry_ownership_markers():
+def test_traits_are_the_nodes_and_the_marker():
     d = desired(traits=["CUSTOM_GPU", "HW_CPU_X86_AVX2"])
-    assert d.traits == {"CUSTOM_GPU", "HW_CPU_X86_AVX2"}
-    assert d.placement_traits == {"CUSTOM_GPU", "HW_CPU_X86_AVX2", model.MANAGED_TRAIT,
-                                  "CUSTOM_RPR_ADDED_CUSTOM_GPU",
-                                  "CUSTOM_RPR_ADDED_HW_CPU_X86_AVX2"}
+    assert d.traits == {"CUSTOM_GPU", "HW_CPU_X86_AVX2"} and d.refusal is None
+    assert d.placement_traits == {"CUSTOM_GPU", "HW_CPU_X86_AVX2", model.MANAGED_TRAIT}
 
 
-def test_trait_too_long_for_a_marker_is_added_without_one():
-    long_trait = "CUSTOM_" + "A" * 240
-    d = desired(traits=[long_trait])
-    assert long_trait in d.placement_traits
-    assert not any(t.endswith(long_trait) and t != long_trait for t in d.placement_traits)
+def test_node_traits_in_our_namespace_are_refused_and_named():
+    d = desired(traits=["CUSTOM_GPU", "CUSTOM_RPR_MANAGED", "CUSTOM_RPR_ADDED_CUSTOM_X"])
+    assert d.traits == {"CUSTOM_GPU"}
+    assert d.refused_traits == {"CUSTOM_RPR_MANAGED", "CUSTOM_RPR_ADDED_CUSTOM_X"}
+    assert "CUSTOM_RPR_ADDED_CUSTOM_X" in d.refusal
+    assert d.problem is None and d.resource_class  # the node is still offered
+
+
+@pytest.mark.parametrize("skip, fields, reserved", [
+    (False, {"instance_uuid": str(uuid.uuid4())}, 1),
+    (True, {"instance_uuid": str(uuid.uuid4())}, 0),  # nova's workaround
+    (True, {"instance_uuid": str(uuid.uuid4()), "provision_state": "active"}, 1),
+    (True, {"maintenance": True}, 1),
+])
+def test_skip_reserve_in_use_as_nova_does(skip, fields, reserved):
+    node = model.node_from_api({**AVAILABLE, **fields})
+    assert model.desired(node, skip_reserve_in_use=skip).reserved == reserved
+
+
+def test_no_provision_state_is_usable_as_in_nova():
+    assert desired(provision_state=None).reserved == 0
+
+
+def test_provider_traits_keep_nova_owned_and_drop_the_rest():
+    d = desired(traits=["CUSTOM_GPU"])
+    current = {"COMPUTE_NODE", "OWNER_NOVA", "CUSTOM_OLD", "CUSTOM_RPR_ADDED_CUSTOM_GPU",
+               model.MANAGED_TRAIT}
+    assert model.provider_traits(d, current) == {"CUSTOM_GPU", "COMPUTE_NODE", "OWNER_NOVA",
+                                                 model.MANAGED_TRAIT}
+    # nova-compute's driver keeps the marker where it is and does not add it
+    assert model.provider_traits(d, {"COMPUTE_NODE"}, add_marker=False) == {
+        "CUSTOM_GPU", "COMPUTE_NODE"}
 
 
 @pytest.mark.parametrize("record, message", [

@@ -21,7 +21,7 @@ def test_missing_provider_is_created_traits_before_inventory():
     ops = planner.plan(desired(traits=["CUSTOM_A"]), None)
     assert [op.kind for op in ops] == ["create", "traits", "inventories"]
     assert ops[0] == planner.CreateProvider(NODE, NODE)
-    assert ops[1].traits == {"CUSTOM_A", "CUSTOM_RPR_ADDED_CUSTOM_A", model.MANAGED_TRAIT}
+    assert ops[1].traits == {"CUSTOM_A", model.MANAGED_TRAIT}
     assert ops[2].inventories == {GOLD: model.inventory(0)}
 
 
@@ -39,23 +39,36 @@ def test_maintenance_toggle_is_one_inventory_write():
     assert ops == (planner.SetInventories({GOLD: model.inventory(1)}),)
 
 
-def test_foreign_traits_stay_and_ours_go():
+def test_traits_the_node_lacks_go_and_nova_owned_ones_stay():
     before = desired(traits=["CUSTOM_A", "CUSTOM_B"])
-    observed = converged(before, extra_traits=["COMPUTE_FOREIGN", "CUSTOM_OPERATOR"])
+    observed = converged(before, extra_traits=["COMPUTE_STATUS_DISABLED", "OWNER_NOVA",
+                                               "CUSTOM_OPERATOR", "HW_CPU_X86_AVX2"])
     (op,) = planner.plan(desired(traits=["CUSTOM_A"]), observed)
-    assert op.traits == {"CUSTOM_A", "CUSTOM_RPR_ADDED_CUSTOM_A", model.MANAGED_TRAIT,
-                         "COMPUTE_FOREIGN", "CUSTOM_OPERATOR"}
+    assert op.traits == {"CUSTOM_A", model.MANAGED_TRAIT, "COMPUTE_STATUS_DISABLED",
+                         "OWNER_NOVA"}
 
 
-def test_trait_someone_else_set_is_not_removed_even_if_node_never_had_it():
+def test_a_trait_someone_else_set_goes_when_the_node_lacks_it():
     observed = converged(desired(), extra_traits=["CUSTOM_B"])
-    assert planner.plan(desired(), observed) == ()
+    (op,) = planner.plan(desired(), observed)
+    assert op.traits == {model.MANAGED_TRAIT}
 
 
-def test_trait_set_by_others_then_by_the_node_becomes_ours():
-    observed = converged(desired(), extra_traits=["CUSTOM_B"])
-    (op,) = planner.plan(desired(traits=["CUSTOM_B"]), observed)
-    assert "CUSTOM_RPR_ADDED_CUSTOM_B" in op.traits
+def test_twins_of_earlier_versions_go():
+    old = frozenset({"CUSTOM_A", "CUSTOM_RPR_ADDED_CUSTOM_A", "CUSTOM_RPR_ADDED_CUSTOM_GONE",
+                     "CUSTOM_GONE", model.MANAGED_TRAIT})
+    observed = planner.Observed(NODE, 3, {GOLD: model.inventory(0)}, old, {})
+    (op,) = planner.plan(desired(traits=["CUSTOM_A"]), observed)
+    assert op.traits == {"CUSTOM_A", model.MANAGED_TRAIT}
+    assert planner.plan(desired(traits=["CUSTOM_A"]), planner.apply(observed, (op,))) == ()
+
+
+def test_a_node_trait_in_our_namespace_is_refused():
+    d = model.provider(NODE, "gold", False, False, ["CUSTOM_RPR_ADDED_CUSTOM_X", "CUSTOM_X"])
+    assert d.traits == {"CUSTOM_X"}
+    assert d.refused_traits == {"CUSTOM_RPR_ADDED_CUSTOM_X"} and "CUSTOM_RPR_" in d.refusal
+    observed = converged(desired(traits=["CUSTOM_X"]))
+    assert planner.plan(d, observed) == ()  # it removes nothing of anyone's
 
 
 def test_class_change_needs_usages():

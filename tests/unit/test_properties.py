@@ -48,6 +48,8 @@ def test_any_record_gives_a_valid_provider_or_a_clean_refusal(record):
         assert d.inventories[d.resource_class]["total"] == 1
     assert all(model.valid_name(t) for t in d.placement_traits)
     assert model.MANAGED_TRAIT in d.placement_traits
+    assert not any(t.startswith(model.OWN_PREFIX) for t in d.traits)  # never from a node
+    assert d.traits | d.refused_traits == node.traits
 
 
 classes = st.sampled_from(["CUSTOM_GOLD", "CUSTOM_SILVER", "CUSTOM_BRONZE"])
@@ -57,13 +59,15 @@ desired_providers = st.builds(
         rc, reserved, frozenset(traits)),
     st.none() | classes, st.integers(0, 1), st.sets(trait_names, max_size=4))
 inventories = st.dictionaries(classes, st.integers(0, 1).map(model.inventory), max_size=2)
+# What a provider may carry: anyone's traits, nova's, the marker, twins of earlier versions.
+provider_trait_names = (trait_names | st.sampled_from(
+    ["COMPUTE_NODE", "COMPUTE_STATUS_DISABLED", "OWNER_NOVA", model.MANAGED_TRAIT])
+    | trait_names.map(lambda t: model.LEGACY_ADDED_PREFIX + t))
 observed_providers = st.builds(
-    lambda inv, traits, ours, used: planner.Observed(
-        "1be26c0b-03f2-4d2e-ae87-c02d7f33c123", 3, inv,
-        frozenset(traits) | {model.added_marker(t) for t in ours} | frozenset(ours),
+    lambda inv, traits, used: planner.Observed(
+        "1be26c0b-03f2-4d2e-ae87-c02d7f33c123", 3, inv, frozenset(traits),
         {rc: 1 for rc in inv if rc in used}),
-    inventories, st.sets(trait_names, max_size=3), st.sets(trait_names, max_size=3),
-    st.sets(classes))
+    inventories, st.sets(provider_trait_names, max_size=5), st.sets(classes))
 
 
 @given(desired_providers, st.none() | observed_providers)
@@ -83,9 +87,9 @@ def test_applying_the_plan_gives_desired_and_planning_again_gives_nothing(d, obs
 
 
 @given(desired_providers, observed_providers)
-def test_traits_others_set_are_never_removed(d, observed):
-    foreign = {t for t in observed.traits if t.startswith(("CUSTOM_", "HW_"))
-               and model.added_marker(t) not in observed.traits
-               and not t.startswith(model.ADDED_PREFIX)}
+def test_after_a_plan_the_provider_carries_the_node_traits_marker_and_nova_owned_only(d,
+                                                                                   observed):
+    nova_owned = {t for t in observed.traits if t.startswith(model.NOVA_OWNED_PREFIXES)}
     after = planner.apply(observed, planner.plan(d, observed))
-    assert foreign <= after.traits
+    assert after.traits == d.traits | {model.MANAGED_TRAIT} | nova_owned
+    assert not any(t.startswith(model.LEGACY_ADDED_PREFIX) for t in after.traits)
