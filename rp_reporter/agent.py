@@ -26,12 +26,12 @@ import time
 from oslo_config import cfg
 
 from rp_reporter import conf as rp_conf
+from rp_reporter import errors
 from rp_reporter import membership as rp_membership
 from rp_reporter import metrics as rp_metrics
 from rp_reporter import model
 from rp_reporter import wiring
 from rp_reporter.outage import Outage
-from rp_reporter.sync import placement as placement_sync
 from rp_reporter.sync import provider
 from rp_reporter.sync import queue as work_queue
 
@@ -48,7 +48,9 @@ class Agent:
         self.queue = work_queue.WorkQueue(self.sync_node, workers=conf.agent.workers,
                                           wanted=self.owns, backoff_max=conf.agent.retry_max,
                                           on_done=self._synced)
-        self.ironic_dep, self.placement_dep = Outage("Ironic"), Outage("Placement")
+        self.deps = {"ironic": Outage("Ironic"), "placement": Outage("Placement")}
+        self.ironic_dep, self.placement_dep = self.deps["ironic"], self.deps["placement"]
+        self.deletion_refused = None  # the deletion guard's line while it refuses
         self.stopping = threading.Event()
         self.wake = threading.Event()  # resync now (start, membership change, stop)
         self.ready = threading.Event()  # listener bound: events from now on are seen
@@ -118,14 +120,15 @@ class Agent:
         started = time.monotonic()
         try:
             drift = self.reconciler.drift()
-        except placement_sync.PlacementError as e:
-            self.placement_dep.failed(e)
+        except errors.ServiceError as e:
+            self.deps[e.section].failed(e)
             return
-        except Exception as e:  # the Ironic listing
-            self.ironic_dep.failed(e)
+        except Exception:  # a bug: this pass is lost, the agent is not
+            LOG.exception("reconcile pass failed")
             return
         self.ironic_dep.ok()
         self.placement_dep.ok()
+        self.apply_verdict(drift.verdict)
         self._enqueue(drift.keys)
         self.metrics.nodes_owned.set(drift.nodes)
         self.metrics.nodes_skipped.set(drift.skipped)
@@ -139,6 +142,19 @@ class Agent:
         # Only now: a pass is done when its bulk creation is (watchers wait on this).
         self.metrics.reconcile_seconds.set(time.monotonic() - started)
         self.metrics.reconcile_drift.set(found)
+
+    def apply_verdict(self, verdict):
+        """Delete the providers whose nodes are proven gone, or say why none is."""
+        if verdict.refused:
+            LOG.error("deletion refused: %s", verdict.refused)
+            self.metrics.deletions_refused.labels(verdict.reason).inc()
+        elif self.deletion_refused:
+            LOG.warning("deletion guard: this pass is within bounds again")
+        self.deletion_refused = verdict.refused
+        self.metrics.providers_absent.set(len(verdict.waiting))
+        for uuid in verdict.delete:
+            if self.owns(uuid):
+                self.metrics.record_sync(self.reconciler.delete(uuid))
 
     def create_in_bulk(self, new):
         """Providers Placement does not have yet (a first start on a fleet), their
@@ -166,8 +182,8 @@ class Agent:
                 try:
                     results = list(self.syncer.create_many(chunk, pool, batch,
                                                            self._enqueue_one))
-                except Exception as e:  # noqa: BLE001 - the queue retries with backoff
-                    self.placement_dep.failed(e)
+                except errors.ServiceError as e:  # the queue retries with backoff
+                    self.deps[e.section].failed(e)
                     self._enqueue(d.uuid for d in chunk + new)
                     break
                 for result in filter(None, results):
@@ -181,14 +197,15 @@ class Agent:
         """Make Placement match node ``uuid`` as Ironic has it now; False to retry."""
         try:
             record = self.ironic.get_node(uuid)
-        except Exception as e:
-            self.ironic_dep.failed(e)
-            self.metrics.failures.labels("ironic").inc()
-            return False
+        except errors.ServiceError as e:
+            return self._failed(e)
         self.ironic_dep.ok()
         try:
             if record is None:
-                result = self.syncer.delete_if_gone(uuid, node_exists=lambda u: False)
+                # Not proof the node is gone (scoped credentials see a 404 too): only
+                # the reconcile pass deletes, on complete listings an interval apart.
+                LOG.debug("node %s: not found in Ironic; left to the reconcile pass", uuid)
+                return True
             elif not self.ironic.in_scope(record):
                 self.reconciler.note_foreign(uuid)
                 return True
@@ -200,10 +217,8 @@ class Agent:
                     self.metrics.failures.labels("invalid_node").inc()
                     return True
                 result = self.syncer.sync(model.desired(node), provider.USE_CACHE)
-        except Exception as e:
-            self.placement_dep.failed(e)
-            self.metrics.failures.labels("placement").inc()
-            return False
+        except errors.ServiceError as e:
+            return self._failed(e)
         self.placement_dep.ok()
         self.metrics.record_sync(result)
         if result.outcome is provider.Outcome.FAILED:
@@ -211,6 +226,14 @@ class Agent:
             self.metrics.failures.labels("conflicts").inc()
             return False
         return True
+
+    def _failed(self, error):
+        """A sync that met a ServiceError: an outage is retried with backoff; a refused
+        permission or a bad configuration is not (no retry fixes it), and the next
+        reconcile pass tries that node again."""
+        self.deps[error.section].failed(error)
+        self.metrics.failures.labels(error.section if error.retryable else error.kind).inc()
+        return not error.retryable
 
     def _enqueue(self, uuids):
         for uuid in uuids:
@@ -237,8 +260,11 @@ class Agent:
             return False, "starting"
         if self.membership.fenced:
             return False, "fenced: membership not renewed"
-        if self.placement_dep.down_since or self.ironic_dep.down_since:
-            return False, "a dependency is unavailable"
+        for dep in self.deps.values():
+            if dep.down_since is not None:
+                return False, f"{dep.name}: {dep.error}"
+        if self.deletion_refused:
+            return False, f"deletion refused: {self.deletion_refused}"
         return True, "ok"
 
     def stop(self, signum=None, frame=None):

@@ -16,6 +16,12 @@ DEFAULT_OPTS = [
     cfg.StrOpt("host", default=socket.gethostname(), sample_default="<hostname>",
                help="Name of this reporter: its identity on the hash ring and in logs."),
     cfg.BoolOpt("debug", default=False, mutable=True, help="Log at DEBUG level."),
+    cfg.StrOpt("state_path",
+               help="Directory for what must survive the process (the absences earlier "
+                    "passes saw, so a provider is deleted only when its node is missing "
+                    "from listings an interval apart). Unset: kept in memory, so the "
+                    "agent deletes from its second pass on and a one-shot `reconcile` "
+                    "never deletes."),
 ]
 
 IRONIC_OPTS = [
@@ -49,7 +55,16 @@ RECONCILE_OPTS = [
                     "by node). Needs the service role (as nova's Placement user has); "
                     "0 disables it."),
     cfg.IntOpt("interval", default=600, min=1, mutable=True,
-               help="Seconds between two reconcile passes of the agent."),
+               help="Seconds between two reconcile passes of the agent; also how long a "
+                    "node must stay absent from Ironic's listing (seen by two passes at "
+                    "least this far apart) before its provider is deleted."),
+    cfg.FloatOpt("max_deletion_share", default=0.02, min=0, max=1,
+                 help="Largest share of the managed providers in scope one pass may "
+                      "delete (always at least one). A pass whose absent nodes exceed it, "
+                      "or where Ironic shows none of the nodes Placement holds, deletes "
+                      "nothing and reports it (/healthz, metric, exit status); "
+                      "`rp-reporter reconcile --allow-mass-deletion` lets a real "
+                      "decommission through."),
     cfg.FloatOpt("jitter", default=0.1, min=0, max=1, mutable=True,
                  help="Each wait of the agent is interval * (1 +/- jitter), so agents "
                       "drift apart."),

@@ -44,6 +44,15 @@ class Metrics:
                                           "Nodes the last reconcile found out of step.",
                                           registry=r)
 
+        self.deletions_refused = prom.Counter(
+            "rp_reporter_deletions_refused",
+            "Reconcile passes whose deletions the guard refused, by reason (unproven_listing, "
+            "none_visible, mass_disappearance).", ["reason"], registry=r)
+        self.providers_absent = prom.Gauge(
+            "rp_reporter_providers_absent",
+            "Managed providers whose nodes the last pass did not see (deleted once a pass an "
+            "interval later still does not, unless the guard refuses).", registry=r)
+
     def record_sync(self, result):
         for op in result.ops:
             self.writes.labels(op.kind).inc()

@@ -1,28 +1,50 @@
 """One log line when a dependency goes away and one when it is back, however
-many calls fail in between (an outage should not flood the logs)."""
+many calls fail in between (an outage should not flood the logs).
+
+What the line says depends on the kind of failure (``errors``): an outage is
+retried until the service returns; a refused permission or a configuration
+problem is named as such, since no retry fixes it (the agent tries again at
+its next pass, so it recovers by itself once someone fixes the cause).
+"""
 
 import logging
 import threading
 import time
 
+from rp_reporter import errors
+
 LOG = logging.getLogger("rp_reporter")
+
+CONSEQUENCES = {
+    errors.UNAVAILABLE: "unavailable, retrying until it returns",
+    errors.DENIED: "refuses the reporter (permission): no retry fixes this; trying again "
+                   "each pass",
+    errors.MISCONFIGURED: "cannot be used as configured: fix the configuration; trying again "
+                          "each pass",
+}
 
 
 class Outage:
     def __init__(self, name):
         self.name = name
         self.down_since = None
+        self.error = None  # the failure that took it down, for /healthz
         self._lock = threading.Lock()
 
-    def failed(self, error, consequence="retrying until it returns"):
+    def failed(self, error):
+        kind = getattr(error, "kind", errors.UNAVAILABLE)
         with self._lock:
+            changed = self.error is None or getattr(self.error, "kind", None) != kind
             if self.down_since is None:
                 self.down_since = time.monotonic()
-                LOG.error("%s unavailable, %s: %s", self.name, consequence, error)
+            self.error = error
+            if changed:
+                LOG.error("%s %s: %s", self.name,
+                          CONSEQUENCES.get(kind, CONSEQUENCES[errors.UNAVAILABLE]), error)
 
     def ok(self):
         with self._lock:
             if self.down_since is not None:
                 LOG.warning("%s available again after %.1f s", self.name,
                             time.monotonic() - self.down_since)
-                self.down_since = None
+                self.down_since = self.error = None

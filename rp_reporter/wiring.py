@@ -4,10 +4,13 @@ The CLI, the agent and the nova-compute driver all wire up through here, so
 the core modules never read configuration themselves.
 """
 
+import os
+
 from keystoneauth1 import exceptions as ksa_exc
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import ring as rp_ring
+from rp_reporter import state as rp_state
 from rp_reporter.sync import ironic as ironic_sync
 from rp_reporter.sync import placement as placement_sync
 from rp_reporter.sync import provider
@@ -44,11 +47,30 @@ def ironic_client(conf):
         page_size=conf.ironic.page_size)
 
 
+# What makes two reporters' saved state interchangeable: the same services,
+# users and scope.  A state file written under any other is ignored.
+IDENTITY_OPTS = ("auth_url", "endpoint_override", "endpoint", "username", "user_id",
+                 "project_name", "project_id", "system_scope", "region_name")
+
+
+def state(conf):
+    """The reporter's state file under [DEFAULT] state_path, or in memory when unset."""
+    if not conf.state_path:
+        return rp_state.InMemory()
+    identity = {group: {opt: getattr(conf[group], opt, None) for opt in IDENTITY_OPTS}
+                for group in rp_conf.KSA_SERVICE_TYPES}
+    identity["scope"] = [conf.ironic.conductor_group, conf.ironic.shard]
+    return rp_state.StateFile(os.path.join(conf.state_path, f"rp_reporter-{conf.host}.json"),
+                              identity)
+
+
 def reconciler(conf, owns=None):
     syncer = provider.ProviderSync(placement_client(conf),
                                    conflict_retries=conf.reconcile.conflict_retries)
     return reconcile.Reconciler(ironic_client(conf), syncer, workers=conf.reconcile.workers,
-                                owns=owns, bulk_batch=conf.reconcile.bulk_batch)
+                                owns=owns, bulk_batch=conf.reconcile.bulk_batch,
+                                state=state(conf), absent_for=conf.reconcile.interval,
+                                max_deletion_share=conf.reconcile.max_deletion_share)
 
 
 def ring(conf, members):

@@ -8,6 +8,7 @@ from cliff import commandmanager
 from oslo_config import cfg
 
 from rp_reporter import conf as rp_conf
+from rp_reporter import errors
 from rp_reporter import wiring
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -52,8 +53,15 @@ class ReporterApp(app.App):
         return self._conf
 
 
+def exit_code_of(error):
+    """A service error's exit status: bad configuration or grants 2, anything else 1."""
+    return EXIT_USAGE if error.kind in (errors.DENIED, errors.MISCONFIGURED) else EXIT_FAILED
+
+
 class CommandMixin:
-    """Exit codes: 0 done, 1 something failed (listed), 2 bad input (nothing written)."""
+    """Exit codes: 0 done, 1 something failed (listed), 2 bad input or configuration
+    (Keystone refused the credentials, no endpoint in the catalog, a permission
+    missing: nothing written).  Every error is one line naming its section."""
 
     exit_code = EXIT_OK
 
@@ -63,6 +71,13 @@ class CommandMixin:
         except UsageError as e:
             print(f"rp-reporter: error: {e}", file=sys.stderr)
             return EXIT_USAGE
+        except errors.ServiceError as e:
+            print(f"rp-reporter: error: {e}", file=sys.stderr)
+            return exit_code_of(e)
+
+    def warn(self, message):
+        """One line on stderr for the operator, beside the command's rows."""
+        print(f"rp-reporter: {message}", file=sys.stderr)
 
 
 def main(argv=None):

@@ -75,13 +75,15 @@ class Reconcile(app.CommandMixin, lister.Lister):
     """Make Placement match the Ironic nodes this reporter is responsible for.
 
     Prints a one-row summary (nodes, created, updated, unchanged, skipped,
-    deleted, kept, failed, Placement requests by method, seconds); exits 0
-    when everything converged, 1 when some node failed, 2 on bad configuration.
+    deleted, kept, failed, Placement requests by method, seconds, and why
+    deletions were refused); exits 0 when everything converged, 1 when some
+    node failed or the deletion guard refused, 2 on bad configuration.
     With --dry-run, prints the plan per node and writes nothing.
     """
 
     SUMMARY_COLUMNS = ("nodes", "created", "updated", "unchanged", "skipped", "deleted", "kept",
-                       "failed", "skipped_reasons", "failures", "placement_requests", "seconds")
+                       "failed", "skipped_reasons", "failures", "placement_requests", "seconds",
+                       "deletion_refused")
     PLAN_COLUMNS = ("node", "operation", "inventory_before", "inventory_after", "traits_before",
                     "traits_after", "reason")
 
@@ -89,11 +91,19 @@ class Reconcile(app.CommandMixin, lister.Lister):
         parser = super().get_parser(prog_name)
         parser.add_argument("--dry-run", action="store_true",
                             help="Print the plan per node; write nothing.")
+        parser.add_argument("--allow-mass-deletion", action="store_true",
+                            help="Let this pass delete more than [reconcile] "
+                                 "max_deletion_share of the managed providers, or all of "
+                                 "them (a real decommission). Absences must still be seen "
+                                 "in complete listings an interval apart.")
         return parser
 
     def take_action(self, parsed_args):
         reconciler = wiring.reconciler(self.app.conf)
-        summary = reconciler.run(dry_run=parsed_args.dry_run, progress=Progress())
+        summary = reconciler.run(dry_run=parsed_args.dry_run, progress=Progress(),
+                                 allow_mass_deletion=parsed_args.allow_mass_deletion)
+        if summary.deletion_refused:
+            self.warn(f"deletion refused: {summary.deletion_refused}")
         if not summary.converged:
             self.exit_code = app.EXIT_FAILED
         if parsed_args.dry_run:

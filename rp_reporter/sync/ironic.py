@@ -1,9 +1,20 @@
-"""Ironic: the paginated node listing and the single-node read, via python-ironicclient."""
+"""Ironic: the paginated node listing and the single-node read, via python-ironicclient.
 
+Every failure leaves here as an ``errors.ServiceError`` naming ``[ironic]``
+(a 404 on a single read is the one answer returned, as None).  The client
+is built on first use, so an agent starts and serves ``/healthz`` whatever
+Keystone or the catalog say, and recovers once they answer.
+"""
+
+import functools
 import logging
+import threading
 
 from ironicclient import client as ironic_client
 from ironicclient.common.apiclient import exceptions as ironic_exc
+from keystoneauth1 import exceptions as ksa_exc
+
+from rp_reporter import errors
 
 LOG = logging.getLogger(__name__)
 
@@ -11,6 +22,8 @@ LOG = logging.getLogger(__name__)
 # conductor_group 1.46, shard 1.82); the client negotiates the version.
 NODE_FIELDS = ("uuid", "name", "resource_class", "provision_state", "power_state", "maintenance",
                "instance_uuid", "traits", "conductor_group", "shard")
+# What shows a project-scoped listing to be complete (owner 1.50, lessee 1.65).
+OWNER_FIELDS = ("owner", "lessee")
 
 
 # Ironic's own limit on a node's resource_class (a String(80) column).
@@ -22,21 +35,96 @@ def _record(node, fields=NODE_FIELDS):
     return {field: data.get(field) for field in fields}
 
 
+def _translated(call):
+    """Ironic's and Keystone's exceptions as ServiceErrors naming [ironic]; 404 passes."""
+    @functools.wraps(call)
+    def wrapper(*args, **kwargs):
+        try:
+            return call(*args, **kwargs)
+        except ironic_exc.NotFound:
+            raise
+        except ironic_exc.Forbidden as e:
+            raise errors.ServiceError("ironic", errors.DENIED,
+                                      f"Ironic: {e}: {errors.denied_hint('ironic')}") from None
+        except ironic_exc.Unauthorized as e:
+            raise errors.ServiceError("ironic", errors.MISCONFIGURED,
+                                      f"Ironic does not take the token: {e}") from None
+        except (ironic_exc.HttpServerError, ironic_exc.ConnectionError) as e:
+            raise errors.ServiceError("ironic", errors.UNAVAILABLE, f"Ironic: {e}") from None
+        except ironic_exc.EndpointException as e:
+            raise errors.ServiceError("ironic", errors.MISCONFIGURED,
+                                      f"no baremetal endpoint: {e}") from None
+        except ironic_exc.ClientException as e:
+            raise errors.ServiceError("ironic", errors.FAILED, f"Ironic: {e}") from None
+        except ksa_exc.ClientException as e:
+            raise errors.from_keystone("ironic", e) from None
+    return wrapper
+
+
 class IronicClient:
     """Reads the nodes this reporter is responsible for."""
 
-    def __init__(self, client, conductor_group=None, shard=None, page_size=1000):
-        self._client = client
+    def __init__(self, client=None, conductor_group=None, shard=None, page_size=1000,
+                 adapter=None):
+        self._built = client
+        self._adapter = adapter
+        self._build_lock = threading.Lock()
         self.conductor_group = conductor_group
         self.shard = shard
         self.page_size = page_size
+        # After a full listing: None when it is shown to hold every node in scope,
+        # else why it cannot be (see ``_listing_gap``).
+        self.listing_gap = "no listing made yet"
 
     @classmethod
     def from_adapter(cls, adapter, **kwargs):
-        client = ironic_client.Client("1", endpoint_override=adapter.get_endpoint(),
-                                      session=adapter.session, os_ironic_api_version="latest",
-                                      interface=adapter.interface)
-        return cls(client, **kwargs)
+        return cls(adapter=adapter, **kwargs)
+
+    @property
+    def _client(self):
+        """python-ironicclient, built on first use (it resolves the endpoint, which
+        needs Keystone); a failed build is tried again on the next call."""
+        with self._build_lock:
+            if self._built is None:
+                adapter = self._adapter
+                self._built = ironic_client.Client(
+                    "1", endpoint_override=adapter.get_endpoint(), session=adapter.session,
+                    os_ironic_api_version="latest", interface=adapter.interface)
+            return self._built
+
+    @property
+    def endpoint(self):
+        return self._adapter.get_endpoint() if self._adapter else None
+
+    @_translated
+    def _token_project(self):
+        """(scope, project_id) of the Ironic token: scope is "none" (no Keystone),
+        "system", "project" or "other"."""
+        access = errors.access_info(self._adapter) if self._adapter else None
+        if access is None:
+            return "none", None
+        if access.system_scoped:
+            return "system", None
+        if access.project_scoped:
+            return "project", access.project_id
+        return "other", None
+
+    @staticmethod
+    def _listing_gap(scope, project, beyond_project):
+        """Why a listing made with this token may lack nodes that exist, or None.
+
+        Ironic without Keystone shows every node; a system-scoped reader sees
+        every node; a project-scoped user sees only the nodes its project owns or
+        leases, unless Ironic elevates the service role, which only a node outside
+        the project in the listing itself can show.
+        """
+        if scope in ("none", "system") or beyond_project:
+            return None
+        if scope == "project":
+            return (f"the [ironic] credentials are scoped to project {project}, and Ironic "
+                    f"showed no node outside it: a project-scoped user sees only the nodes "
+                    f"its project owns or leases ({errors.GRANTS['ironic']})")
+        return "the [ironic] token is neither system- nor project-scoped"
 
     def _scope(self):
         scope = {}
@@ -54,25 +142,44 @@ class IronicClient:
 
     def iter_nodes(self, extra_fields=()):
         """Every node in scope, as API records (dicts), a page at a time: a
-        caller that keeps only what it needs never holds the whole listing."""
+        caller that keeps only what it needs never holds the whole listing.
+
+        Once it is used up, ``listing_gap`` says whether it is shown complete.
+        """
+        self.listing_gap = "the listing did not finish"
+        scope, project = self._token_project()
         fields = NODE_FIELDS + tuple(extra_fields)
+        if scope == "project":
+            fields += OWNER_FIELDS
+        beyond_project = False
         marker = None
         while True:
-            page = self._client.node.list(fields=list(fields), limit=self.page_size,
-                                          marker=marker, **self._scope())
-            yield from (_record(n, fields) for n in page)
+            page = self._list_page(fields, marker)
+            for node in page:
+                record = _record(node, fields)
+                if scope == "project" and not beyond_project:
+                    beyond_project = project not in (record.get("owner"), record.get("lessee"))
+                yield record
             if len(page) < self.page_size:
-                return
+                break
             marker = page[-1].uuid
+        self.listing_gap = self._listing_gap(scope, project, beyond_project)
+
+    @_translated
+    def _list_page(self, fields, marker):
+        return self._client.node.list(fields=list(fields), limit=self.page_size, marker=marker,
+                                      **self._scope())
 
     def list_nodes(self, extra_fields=()):
         return list(self.iter_nodes(extra_fields))
 
+    @_translated
     def list_all_uuids(self):
         """Every node uuid in Ironic, whatever the scope (to tell moved from gone)."""
         nodes = self._client.node.list(fields=["uuid"], limit=0)
         return {n.uuid for n in nodes}
 
+    @_translated
     def get_node(self, ident):
         """One node's record (by uuid or name), or None when Ironic answers 404."""
         try:
@@ -80,6 +187,7 @@ class IronicClient:
         except ironic_exc.NotFound:
             return None
 
+    @_translated
     def set_resource_class(self, uuid, resource_class):
         """Set (or, with None, remove) a node's resource_class; returns the new record."""
         op = ({"op": "remove", "path": "/resource_class"} if resource_class is None else

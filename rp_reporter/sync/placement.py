@@ -17,6 +17,7 @@ import requests
 import tenacity
 from keystoneauth1 import exceptions as ksa_exc
 
+from rp_reporter import errors
 from rp_reporter import model
 from rp_reporter.sync.plan import Observed
 
@@ -30,10 +31,15 @@ CONCURRENT_UPDATE = "placement.concurrent_update"
 LISTING_CHUNK = 256 * 1024  # bytes of the provider listing parsed at a time
 
 
-class PlacementError(Exception):
+class PlacementError(errors.ServiceError):
+    """Placement answered an error (or none): the method, path, status and its code."""
+
+    kind = errors.FAILED
+
     def __init__(self, method, url, status, code=None, detail=""):
         self.status, self.code = status, code
-        super().__init__(f"Placement {method} {url}: {status} {code or ''} {detail}".strip())
+        super().__init__("placement", self.kind,
+                         f"Placement {method} {url}: {status} {code or ''} {detail}".strip())
 
 
 class Conflict(PlacementError):
@@ -42,6 +48,20 @@ class Conflict(PlacementError):
 
 class Unavailable(PlacementError):
     """Placement could not be reached, or kept answering 5xx."""
+
+    kind = errors.UNAVAILABLE
+
+
+class Denied(PlacementError):
+    """403: the user lacks a role or the right scope (the message says which)."""
+
+    kind = errors.DENIED
+
+
+class Unauthorized(PlacementError):
+    """401: Placement does not take the token (wrong Keystone, or a revoked user)."""
+
+    kind = errors.MISCONFIGURED
 
 
 def _quote(name):
@@ -99,6 +119,8 @@ class PlacementClient:
                          "Accept": "application/json"})
         except (ksa_exc.ConnectionError, ksa_exc.RetriableConnectionFailure) as e:
             raise Unavailable(method, url, "unreachable", detail=str(e)) from None
+        except ksa_exc.ClientException as e:  # Keystone: credentials, catalog, scope
+            raise errors.from_keystone("placement", e) from None
         if resp.status_code in expect:
             return resp
         code, detail = None, resp.text[:300]
@@ -107,8 +129,10 @@ class PlacementClient:
             code, detail = error.get("code"), error.get("detail", "").strip()[:300]
         except (ValueError, KeyError, IndexError, TypeError):
             pass
-        exc = {409: Conflict}.get(resp.status_code,
-                                  Unavailable if resp.status_code >= 500 else PlacementError)
+        if resp.status_code == 403:
+            detail += ": " + errors.denied_hint("placement", errors.system_scoped(self._adapter))
+        exc = {409: Conflict, 403: Denied, 401: Unauthorized}.get(
+            resp.status_code, Unavailable if resp.status_code >= 500 else PlacementError)
         raise exc(method, url, resp.status_code, code, detail)
 
     # -- reads -----------------------------------------------------------

@@ -141,8 +141,7 @@ class ProviderSync:
                 self._cache[uuid] = observed
         return observed
 
-    def _execute(self, uuid, observed, ops):
-        generation = observed.generation if observed else None
+    def _execute(self, uuid, generation, ops):
         for op in ops:
             if isinstance(op, planner.CreateProvider):
                 generation = self.placement.create_provider(op.uuid, op.name)
@@ -168,7 +167,8 @@ class ProviderSync:
             if dry_run or not ops:
                 return Result(uuid, _outcome(ops, desired), ops, observed, desired.problem, attempt)
             try:
-                generation = self._execute(uuid, observed, ops)
+                generation = self._execute(uuid, observed.generation if observed else None,
+                                           ops)
             except Conflict as e:
                 # Someone else wrote (or the provider exists unlisted): forget what
                 # we knew, re-read this one provider, plan again.
@@ -201,28 +201,39 @@ class ProviderSync:
         ``one_by_one(desired)``, the per-node sync, so the end state is the same.
         """
         def prepare(desired):
+            """(desired, ops, generation once created with traits, or None; created?)"""
             ops = planner.plan(desired, None)
             if not (self.bulk and ops and isinstance(ops[0], planner.CreateProvider)
                     and isinstance(ops[-1], planner.SetInventories)):
-                return desired, ops, None
+                return desired, ops, None, False
+            created = False
             try:
-                return desired, ops, self._execute(desired.uuid, None, ops[:-1])
+                generation = self._execute(desired.uuid, None, ops[:1])
+                created = True
+                return desired, ops, self._execute(desired.uuid, generation, ops[1:-1]), True
             except Exception as e:  # noqa: BLE001 - that node goes the per-node way,
                 # where a failure costs that node only
                 LOG.info("node %s: bulk create: %s; one by one", desired.uuid, e)
-                return desired, ops, None
+                return desired, ops, None, created
+
+        def finish_created(desired):
+            """The per-node way for a provider this path created: it counts as created."""
+            result = one_by_one(desired)
+            if result is not None and result.outcome in (Outcome.UPDATED, Outcome.UNCHANGED):
+                result = dataclasses.replace(result, outcome=Outcome.CREATED)
+            return result
 
         pending = []
-        for desired, ops, generation in pool.map(prepare, desired_list):
+        for desired, ops, generation, created in pool.map(prepare, desired_list):
             if generation is None:
-                yield one_by_one(desired)
+                yield (finish_created if created else one_by_one)(desired)
                 continue
             pending.append((desired, ops, generation))
             if len(pending) == batch:
-                yield from self._set_inventories_in_bulk(pending, one_by_one)
+                yield from self._set_inventories_in_bulk(pending, finish_created)
                 pending = []
         if pending:
-            yield from self._set_inventories_in_bulk(pending, one_by_one)
+            yield from self._set_inventories_in_bulk(pending, finish_created)
 
     def _set_inventories_in_bulk(self, pending, one_by_one):
         try:
@@ -231,8 +242,8 @@ class ProviderSync:
         except PlacementError as e:
             if e.status == 403:
                 self.bulk = False  # this user may not reshape: per node from now on
-                LOG.warning("POST /reshaper refused (%s): the reporter's Placement user "
-                            "lacks the service role; inventories go one request each", e)
+                LOG.warning("POST /reshaper refused: the reporter's Placement user lacks the "
+                            "service role; inventories go one request each (%s)", e)
             else:
                 LOG.info("inventories of %d new providers refused in bulk (%s); one by one",
                          len(pending), e)
@@ -249,15 +260,9 @@ class ProviderSync:
                      ", ".join(op.kind for op in ops[:-1]))
             yield Result(desired.uuid, Outcome.CREATED, ops, None, desired.problem)
 
-    def delete_if_gone(self, uuid, node_exists, dry_run=False):
-        """Delete a provider whose node Ironic no longer has, unless it holds allocations.
-
-        ``node_exists`` is asked first (a direct Ironic read; 404 means gone);
-        None is returned when the node exists (outside this reporter's scope).
-        Losing ownership never comes here: only a node gone from Ironic does.
-        """
-        if node_exists(uuid):
-            return None
+    def delete_unallocated(self, uuid, dry_run=False):
+        """Delete a provider whose node is proven gone (``sync/absence.py`` decides
+        that), unless Placement holds allocations against it."""
         if self.placement.has_allocations(uuid):
             return Result(uuid, Outcome.KEPT, reason="node is gone from Ironic but the "
                                                      "provider still has allocations")
@@ -270,5 +275,6 @@ class ProviderSync:
         except Conflict as e:
             return Result(uuid, Outcome.KEPT, reason=f"delete refused: {e}")
         self.forget(uuid)
-        LOG.info("node %s: gone from Ironic; provider deleted", uuid)
+        LOG.info("node %s: gone from Ironic (absent from complete listings an interval "
+                 "apart); provider deleted", uuid)
         return Result(uuid, Outcome.DELETED, reason="node is gone from Ironic")

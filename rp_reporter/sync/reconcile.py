@@ -1,10 +1,12 @@
 """One full reconcile: bulk observation of both sides, then the per-node sync
-for every node in scope, then the providers whose nodes are gone.
+for every node in scope, then the providers whose nodes are proven gone.
 
 Bulk observation is two listings (Ironic nodes with only the needed fields,
 Placement providers carrying rp_reporter's marker); per-provider reads happen
 only where the cached observation is stale, so a pass where nothing changed
-costs those two listings and writes nothing.
+costs those two listings and writes nothing.  Deletion is decided by
+``absence.judge``: never on one listing, never on a listing that may be
+partial, never for a mass disappearance unless the operator allows it.
 """
 
 import collections
@@ -14,6 +16,8 @@ import logging
 import time
 
 from rp_reporter import model
+from rp_reporter import state as rp_state
+from rp_reporter.sync import absence
 from rp_reporter.sync import provider
 from rp_reporter.sync.provider import NOT_LISTED
 from rp_reporter.sync.provider import Outcome
@@ -36,10 +40,11 @@ class Summary:
     seconds: float = 0.0
     results: list = dataclasses.field(default_factory=list)
     node_views: list = dataclasses.field(default_factory=list)  # model.Node, owned nodes
+    deletion_refused: str | None = None  # the deletion guard's one line, when it refused
 
     @property
     def converged(self):
-        return not self.failures
+        return not self.failures and not self.deletion_refused
 
     def add(self, result):
         self.results.append(result)
@@ -57,26 +62,33 @@ class Summary:
             "failures": dict(self.failures),
             "placement_requests": dict(sorted(self.requests.items())),
             "seconds": round(self.seconds, 3),
+            "deletion_refused": self.deletion_refused or "",
         }
 
 
 @dataclasses.dataclass
 class Drift:
     """What a resync found: work for the agent."""
-    keys: list  # node uuids to sync one by one (changed nodes, providers maybe gone)
+    keys: list  # node uuids to sync one by one (changed nodes)
     new: list  # model.Desired with no provider yet: for the bulk path (bulk_batch > 0)
     nodes: int  # owned nodes observed
     skipped: int  # of those, nodes that cannot be offered
+    verdict: absence.Verdict  # providers whose nodes are gone: delete, wait, or refuse
 
 
 class Reconciler:
     """Runs one reconcile pass over the nodes this reporter owns."""
 
-    def __init__(self, ironic, syncer, workers=8, owns=None, bulk_batch=0):
+    def __init__(self, ironic, syncer, workers=8, owns=None, bulk_batch=0, state=None,
+                 absent_for=600.0, max_deletion_share=0.02):
         self.ironic = ironic
         self.syncer = syncer
         self.workers = workers
         self.bulk_batch = bulk_batch
+        # Absences seen by earlier passes (a one-shot CLI run needs a state file).
+        self.state = state or rp_state.InMemory()
+        self.absent_for = absent_for
+        self.max_deletion_share = max_deletion_share
         # Ring ownership plugs in here; alone, a reporter owns every node.
         self.owns = owns or (lambda uuid: True)
         self._logged_problems = set()
@@ -118,23 +130,34 @@ class Reconciler:
             self._log_problem_once(result.uuid, result.reason)
         return result
 
-    def _deletion_candidates(self, listed, in_ironic):
-        """Managed providers with no node in this scope: gone, or foreign."""
+    def _absent(self, listed, in_ironic):
+        """Owned managed providers whose nodes this scope's listing lacks and that do
+        not exist elsewhere in Ironic (another shard or conductor group: foreign)."""
         self._foreign -= in_ironic
         candidates = [u for u in listed
                       if u not in in_ironic and u not in self._foreign and self.owns(u)]
         if len(candidates) > DIRECT_CHECK_LIMIT:
             existing = self.ironic.list_all_uuids()
-            self._foreign.update(u for u in candidates if u in existing)
-            candidates = [u for u in candidates if u not in existing]
-        return candidates
+        else:
+            existing = {u for u in candidates if self.ironic.get_node(u) is not None}
+        self._foreign.update(u for u in candidates if u in existing)
+        return [u for u in candidates if u not in existing]
+
+    def _judge(self, absent, present, allow_mass, dry_run):
+        seen = self.state.load("absent_since") or {}
+        verdict = absence.judge(absent, present, seen, time.time(), self.absent_for,
+                                self.max_deletion_share, self.ironic.listing_gap, allow_mass)
+        if not dry_run:  # a dry run observes, and leaves no trace a later run acts on
+            self.state.save("absent_since", verdict.waiting)
+        return verdict
 
     def note_foreign(self, uuid):
         """A managed provider whose node exists outside this scope: not ours to delete."""
         self._foreign.add(uuid)
 
-    def _observe(self, summary, keep_views=True):
-        """Both bulk listings -> (desired for owned nodes, listed providers, gone candidates).
+    def _observe(self, summary, keep_views=True, allow_mass=False, dry_run=False):
+        """Both bulk listings -> (desired for owned nodes, listed providers, the verdict
+        on providers whose nodes are absent).
 
         Ironic's records are turned into desired state page by page and dropped:
         at 100,000 nodes the records alone would be over 100 MB.
@@ -149,38 +172,46 @@ class Reconciler:
 
         desired = self._desired(noting_uuids(self.ironic.iter_nodes()), summary, keep_views)
         listed = self.syncer.placement.list_providers()
-        return desired, listed, self._deletion_candidates(listed, in_ironic)
+        present = sum(1 for u in listed if u in in_ironic and self.owns(u))
+        verdict = self._judge(self._absent(listed, in_ironic), present, allow_mass, dry_run)
+        return desired, listed, verdict
 
     def drift(self):
         """The periodic resync of the agent: bulk observation, then only the owned nodes
-        whose provider may differ from desired (and providers whose node may be gone).
+        whose provider may differ from desired, and the verdict on absent nodes.
 
         The cache decides what is in step, so a fleet with nothing changed yields
         nothing to do and no per-provider reads.  A node that cannot be offered is
         logged once.
         """
         summary = Summary()
-        desired, listed, gone = self._observe(summary, keep_views=False)
+        desired, listed, verdict = self._observe(summary, keep_views=False)
         _, new, rest = self._partition(desired, listed, dry_run=False)
         for d in desired:
             if d.problem:
                 self._log_problem_once(d.uuid, d.problem)
         skipped = sum(1 for d in desired if d.problem) + summary.outcomes[Outcome.SKIPPED]
-        return Drift(keys=[d.uuid for d in rest] + gone, new=new, nodes=len(desired),
-                     skipped=skipped)
+        return Drift(keys=[d.uuid for d in rest], new=new, nodes=len(desired),
+                     skipped=skipped, verdict=verdict)
 
-    def _delete_one(self, uuid, dry_run):
+    def delete(self, uuid, dry_run=False):
+        """Delete one provider whose node is proven gone (unless allocations hold it)."""
         try:
-            result = self.syncer.delete_if_gone(uuid, self._node_exists, dry_run)
-            if result is None:
-                self.note_foreign(uuid)
-            return result
+            return self.syncer.delete_unallocated(uuid, dry_run)
         except Exception as e:
-            LOG.error("node %s: delete check failed: %s", uuid, e)
+            LOG.error("node %s: delete failed: %s", uuid, e)
             return Result(uuid, Outcome.FAILED, reason=str(e))
 
-    def _node_exists(self, uuid):
-        return self.ironic.get_node(uuid) is not None
+    @staticmethod
+    def kept_absent(verdict):
+        """A Result for each absent node whose provider this pass keeps, saying why."""
+        deleting = set(verdict.delete)
+        for uuid, since in sorted(verdict.waiting.items()):
+            if uuid not in deleting:
+                yield Result(uuid, Outcome.KEPT, reason=verdict.refused or (
+                    f"node absent from Ironic's listing since "
+                    f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(since))}; deleted once "
+                    f"a pass an interval later still lacks it"))
 
     def _partition(self, desired, listed, dry_run):
         """(in step as the cache proves, new providers for the bulk path, the rest).
@@ -197,15 +228,19 @@ class Reconciler:
                 rest.append(d)
         return quiet, new, rest
 
-    def run(self, dry_run=False, progress=None):
+    def run(self, dry_run=False, progress=None, allow_mass_deletion=False):
         """One pass; returns a Summary.  Listing failures raise (nothing was done)."""
         started = time.monotonic()
         requests_before = collections.Counter(self.syncer.placement.requests)
         summary = Summary()
-        desired, listed, gone = self._observe(summary)
+        desired, listed, verdict = self._observe(summary, allow_mass=allow_mass_deletion,
+                                                 dry_run=dry_run)
         summary.nodes = len(desired)
+        summary.deletion_refused = verdict.refused
+        if verdict.refused:
+            LOG.error("deletion refused: %s", verdict.refused)
         quiet, new, rest = self._partition(desired, listed, dry_run)
-        done, total = 0, len(desired) + len(gone)
+        done, total = 0, len(desired) + len(verdict.waiting)
 
         def record(result):
             nonlocal done
@@ -217,10 +252,12 @@ class Reconciler:
 
         for d in quiet:
             record(self._noted(provider.unchanged(d)))
+        for result in self.kept_absent(verdict):
+            record(result)
         with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
             futures = [pool.submit(self._sync_one, d, listed.get(d.uuid, (None, NOT_LISTED))[1],
                                    dry_run) for d in rest]
-            futures += [pool.submit(self._delete_one, u, dry_run) for u in gone]
+            futures += [pool.submit(self.delete, u, dry_run) for u in verdict.delete]
             # New providers: inventories in bulk; anything off that path is synced
             # on its own, reading Placement afresh.
             for result in self.syncer.create_many(new, pool, self.bulk_batch,

@@ -10,7 +10,7 @@ import uuid
 from rp_reporter import model
 from rp_reporter.sync import provider
 from rp_reporter.sync.placement import Conflict
-from rp_reporter.sync.placement import PlacementError
+from rp_reporter.sync.placement import Denied
 
 
 class RecordingPlacement:
@@ -70,6 +70,8 @@ def test_an_existing_provider_leaves_the_bulk_path():
     assert one_by_one == [nodes[1].uuid]
     (reshape,) = [c[1] for c in syncer.placement.calls if c[0] == "reshape"]
     assert nodes[1].uuid not in reshape and len(reshape) == 3
+    # Someone else's provider, adopted: updated, not created.
+    assert {r.uuid for r in results if r.outcome is provider.Outcome.UPDATED} == {nodes[1].uuid}
 
 
 def test_a_refused_batch_goes_node_by_node_and_bulk_stays_on():
@@ -78,13 +80,16 @@ def test_a_refused_batch_goes_node_by_node_and_bulk_stays_on():
         reshape_error=Conflict("POST", "/reshaper", 409)))
     results, one_by_one = run(syncer, nodes, batch=10)
     assert sorted(one_by_one) == [d.uuid for d in nodes] and syncer.bulk
+    assert {r.outcome for r in results} == {provider.Outcome.CREATED}
 
 
-def test_forbidden_reshaper_turns_bulk_off_for_good():
+def test_forbidden_reshaper_turns_bulk_off_for_good_and_still_counts_creations():
     syncer = provider.ProviderSync(RecordingPlacement(
-        reshape_error=PlacementError("POST", "/reshaper", 403)))
-    run(syncer, new_nodes(2), batch=10)
+        reshape_error=Denied("POST", "/reshaper", 403)))
+    results, _ = run(syncer, new_nodes(2), batch=10)
     assert not syncer.bulk
+    # Created here, finished by the per-node sync (which saw a provider to update).
+    assert [r.outcome for r in results] == [provider.Outcome.CREATED] * 2
     syncer.placement.calls.clear()
     _, one_by_one = run(syncer, new_nodes(2), batch=10)
     assert len(one_by_one) == 2 and syncer.placement.calls == []  # straight to per node
@@ -112,5 +117,6 @@ def test_any_error_while_creating_costs_that_node_only():
     syncer = provider.ProviderSync(placement)
     results, one_by_one = run(syncer, nodes, batch=10)
     assert one_by_one == [nodes[0].uuid]
+    # The first was created before its traits failed: it counts as created too.
     assert sorted(r.uuid for r in results if r.outcome is provider.Outcome.CREATED) == \
-        sorted(d.uuid for d in nodes[1:])
+        sorted(d.uuid for d in nodes)
