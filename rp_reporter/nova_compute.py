@@ -1,4 +1,4 @@
-"""A drop-in nova-compute driver: nova's Ironic driver with rp_reporter's ring and model.
+"""A drop-in nova-compute driver: nova's Ironic driver with rp_reporter's provider model.
 
     [DEFAULT]
     compute_driver = rp_reporter.nova_compute.IronicDriver
@@ -6,26 +6,35 @@
     peers_from = nova          # or: coordination (the agents' group or peer list)
     config_file = /etc/rp_reporter/rp_reporter.conf   # [coordination] and [ring] from here
 
-It subclasses ``nova.virt.ironic.driver.IronicDriver`` and overrides only node
-ownership (the ring refresh and the node cache behind ``get_available_nodes``)
-and ``update_provider_tree``, delegating to the same ring and model code the
-agent uses.  Everything else is nova's.  This is the only module that imports
-nova.
+It subclasses ``nova.virt.ironic.driver.IronicDriver``.  Where nova is the
+reference it *is* nova: node ownership with ``peers_from = nova`` (the
+default) is nova's own code, untouched (shard, conductor group, peer list and
+its validation, the fallbacks for old Ironic API versions, the hash and the
+partitions), so a fleet switched one compute service at a time never
+double-claims or orphans a node.  It overrides:
+
+* ``update_provider_tree``: the provider from rp_reporter's model, the same
+  ``model.provider()`` the agent reaches through ``desired()``, fed with
+  nova's own answers (``_node_resources_unavailable``,
+  ``_node_resources_used``, ``_node_resource``) and nova's
+  ``[workarounds] skip_reserve_in_use_ironic_nodes``.  Its deliberate
+  differences from nova are listed in the README and in
+  tests/nova/deliberate_differences.txt;
+* ``_refresh_hash_ring``, only with ``peers_from = coordination``: the ring is
+  rp_reporter's, over the agents' group (or ``[ring] peer_list``); nova's
+  ``_refresh_cache`` then applies it as it applies its own.
+
+This is the only module that imports nova.
 """
 
 import logging
-import time
 
-from nova import context as nova_context
-from nova import exception
-from nova import objects
 from nova.virt.ironic import driver as ironic_driver
 from oslo_config import cfg
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import membership
 from rp_reporter import model
-from rp_reporter import ring as rp_ring
 from rp_reporter import wiring
 from rp_reporter.sync import plan as planner
 
@@ -34,9 +43,12 @@ CONF = cfg.CONF
 
 NOVA_OPTS = [
     cfg.StrOpt("peers_from", default="nova", choices=["nova", "coordination"],
-               help="Ring members: nova's live compute services running this driver, or "
-                    "the members of rp_reporter's [coordination] group (or [ring] "
-                    "peer_list) read from config_file."),
+               help="Who owns which node. nova: nova's own code and ring, unchanged "
+                    "(every live Ironic compute service, narrowed by [ironic] shard, "
+                    "conductor_group and peer_list exactly as nova does). coordination: "
+                    "rp_reporter's ring over the members of its [coordination] group (or "
+                    "[ring] peer_list) read from config_file; every compute service of a "
+                    "group must then switch together."),
     cfg.StrOpt("config_file",
                help="rp_reporter configuration file for [coordination] and [ring]."),
 ]
@@ -47,37 +59,39 @@ def list_opts():
     return [("rp_reporter", NOVA_OPTS)]
 
 
-def node_record(node):
-    """An openstacksdk node (nova's connection) as the API record the model reads."""
-    return {"uuid": node.id, "name": node.name, "resource_class": node.resource_class,
-            "provision_state": node.provision_state, "power_state": node.power_state,
-            "maintenance": bool(node.is_maintenance), "instance_uuid": node.instance_id,
-            "traits": list(node.traits or [])}
+def provider_content(desired, current_inventory, current_traits, in_use):
+    """(inventory, traits) for nova's ProviderTree from rp_reporter's model.
 
-
-def provider_state(node, current_inventory, current_traits):
-    """(inventory, traits) for nova's ProviderTree, from rp_reporter's model.
-
-    The same desired() the agent uses; a class change on a node with an
-    instance keeps the old class, fully reserved, beside the new one (its
-    allocation lives there); only traits rp_reporter added are removed.
+    The same rules the agent's planner applies: a class that goes while the
+    node has an instance (a class change, or a cleared class) stays, fully
+    reserved, until the instance is gone (its allocation lives there); the
+    traits are the node's plus those nova's resource tracker owns, and the
+    managed marker is kept where it is (the agent adds it; here it is not
+    needed).
     """
-    desired = model.desired(model.node_from_api(node_record(node)))
     observed = planner.Observed(
-        desired.uuid, 0, current_inventory, frozenset(current_traits),
+        desired.uuid, 0, dict(current_inventory), frozenset(current_traits),
         # The instance's allocation is on whatever class the node carried.
-        usages={rc: 1 for rc in current_inventory} if node.instance_id else {})
+        usages={rc: 1 for rc in current_inventory} if in_use else {})
     return (planner.target_inventories(desired, observed),
-            planner.target_traits(desired, observed.traits), desired)
+            model.provider_traits(desired, observed.traits, add_marker=False))
 
 
 class IronicDriver(ironic_driver.IronicDriver):
-    """nova's Ironic driver; node ownership and provider content from rp_reporter."""
+    """nova's Ironic driver; provider content (and optionally the ring) from rp_reporter."""
 
     def __init__(self, virtapi, read_only=False):
         super().__init__(virtapi, read_only)
         self._rp_conf = None
-        self.rp_ring = None
+        self._logged = set()
+
+    def _log_once(self, nodename, message):
+        key = (str(nodename), message)
+        if key not in self._logged:
+            self._logged.add(key)
+            LOG.warning("node %s: %s", nodename, message)
+
+    # Ownership -----------------------------------------------------------
 
     def _reporter_conf(self):
         if self._rp_conf is None:
@@ -86,45 +100,32 @@ class IronicDriver(ironic_driver.IronicDriver):
             self._rp_conf.set_override("host", CONF.host)
         return self._rp_conf
 
-    def _ring_members(self, ctxt):
-        host = CONF.host.lower()
-        if CONF.rp_reporter.peers_from == "coordination":
-            members, _ = membership.live_members(self._reporter_conf())
-            return {m.lower() for m in members} | {host}
-        services = objects.ServiceList.get_all_computes_by_hv_type(
-            ctxt, self._get_hypervisor_type())
-        # A brand-new service has no compute_nodes row yet: always count ourselves.
-        return {s.host.lower() for s in services if self.servicegroup_api.service_is_up(s)} | {
-            host}
-
     def _refresh_hash_ring(self, ctxt):
-        self.rp_ring = wiring.ring(self._reporter_conf(), self._ring_members(ctxt))
-        LOG.debug("ring members: %s", sorted(self.rp_ring.members))
+        if CONF.rp_reporter.peers_from != "coordination":
+            return super()._refresh_hash_ring(ctxt)
+        members, _ = membership.live_members(self._reporter_conf())
+        members = {m.lower() for m in members} | {CONF.host.lower()}
+        # nova's _refresh_cache asks hash_ring.get_nodes(node uuid): a tooz ring.
+        self.hash_ring = wiring.ring(self._reporter_conf(), members).hashring
+        LOG.debug("rp_reporter ring members: %s", sorted(members))
 
-    def _refresh_cache(self):
-        ctxt = nova_context.get_admin_context()
-        self._refresh_hash_ring(ctxt)
-        scope = {}
-        if CONF.ironic.conductor_group is not None:
-            scope["conductor_group"] = CONF.ironic.conductor_group
-        if CONF.ironic.shard:
-            scope["shard"] = CONF.ironic.shard
-        # Nodes first, instances second: listing thousands of nodes takes time,
-        # and an instance list read before it could be stale by the end, which
-        # made nova drop (and orphan) nodes it still managed.
-        nodes = self._get_node_list(fields=ironic_driver._NODE_FIELDS, **scope)
-        instances = set(objects.InstanceList.get_uuids_by_host(ctxt, CONF.host))
-        host = CONF.host.lower()
-        self.node_cache = {n.id: n for n in nodes if rp_ring.nova_manages(
-            n.id, n.instance_id, host, instances, self.rp_ring)}
-        self.node_cache_time = time.time()
+    # Provider content ----------------------------------------------------
 
     def update_provider_tree(self, provider_tree, nodename, allocations=None):
         node = self._node_from_cache(nodename)
+        unavailable = self._node_resources_unavailable(node)
+        used = self._node_resources_used(node)
+        info = self._node_resource(node)
+        desired = model.provider(
+            nodename, info.get("resource_class"), unavailable, used, node.traits or (),
+            skip_reserve_in_use=CONF.workarounds.skip_reserve_in_use_ironic_nodes)
+        if desired.refusal:
+            self._log_once(nodename, desired.refusal)
+        if desired.problem:
+            # nova raises NoResourceClass here and leaves the old inventory
+            # schedulable; the model drops it (kept reserved while allocated).
+            self._log_once(nodename, f"offers nothing: {desired.problem}")
         current = provider_tree.data(nodename)
-        inventory, traits, desired = provider_state(node, dict(current.inventory),
-                                                    current.traits)
-        if desired.resource_class is None:
-            raise exception.NoResourceClass(node=nodename)  # as nova does
+        inventory, traits = provider_content(desired, current.inventory, current.traits, used)
         provider_tree.update_inventory(nodename, inventory)
         provider_tree.update_traits(nodename, traits)

@@ -26,6 +26,11 @@ class Ring:
         self._ring = hashring.HashRing(sorted(self.members), partitions=partitions,
                                        hash_function=hash_function)
 
+    @property
+    def hashring(self):
+        """The tooz ring itself (what nova's driver asks ``get_nodes`` of)."""
+        return self._ring
+
     def owner(self, node_uuid):
         (member,) = self._ring.get_nodes(node_uuid.encode())
         return member
