@@ -30,6 +30,7 @@ from rp_reporter import errors
 from rp_reporter import membership as rp_membership
 from rp_reporter import metrics as rp_metrics
 from rp_reporter import model
+from rp_reporter import preflight
 from rp_reporter import wiring
 from rp_reporter.outage import Outage
 from rp_reporter.sync import provider
@@ -294,6 +295,18 @@ class Agent:
         LOG.info("listening for Ironic notifications on topic %s",
                  self.conf.notifications.topic)
 
+    def log_preflight(self):
+        """The checks of `rp-reporter check`, once at start, logged (never fatal)."""
+        levels = {preflight.OK: logging.INFO, preflight.WARN: logging.WARNING}
+        try:
+            rows = preflight.run(self.conf)
+        except Exception:
+            LOG.exception("start-up checks could not run")
+            return
+        for row in rows:
+            LOG.log(levels.get(row.result, logging.ERROR), "check %s: %s: %s", row.check,
+                    row.result, row.detail)
+
     def run(self):
         LOG.info("agent %s starting", self.conf.host)
         if self.conf.agent.metrics_bind:
@@ -311,6 +324,7 @@ class Agent:
         self.queue.start()
         self.start_listener()
         self.ready.set()
+        threading.Thread(target=self.log_preflight, name="preflight", daemon=True).start()
         while not self.stopping.is_set():
             self.wake.clear()
             if not self.membership.fenced:

@@ -56,6 +56,8 @@ class Metrics:
     def record_sync(self, result):
         for op in result.ops:
             self.writes.labels(op.kind).inc()
+        if result.outcome.value == "deleted":
+            self.writes.labels("delete").inc()
         if result.attempts > 1:
             self.conflicts.inc(result.attempts - 1)
 

@@ -5,6 +5,8 @@ uses them.
 """
 
 import concurrent.futures
+import datetime
+import threading
 import time
 import urllib.request
 import uuid
@@ -28,13 +30,58 @@ def metrics(port):
             for line in text.splitlines() if line and not line.startswith("#")}
 
 
-def session(headers):
+class KeystoneToken(requests.auth.AuthBase):
+    """Sends a Keystone token (password authentication, in ``scope``: {"system": {"all":
+    True}} or {"project": {...}}) as X-Auth-Token, and fetches a new one shortly before
+    it expires, or once when a request is answered 401.  The one place that gives
+    fleet's requests a token on the keystone profile (on noauth they send fixed headers)."""
+
+    def __init__(self, auth_url, username, password, scope, margin=20):
+        self.auth_url, self.scope, self.margin = auth_url, scope, margin
+        self.user = {"name": username, "password": password, "domain": {"name": "Default"}}
+        self._token, self._expires, self._lock = None, 0.0, threading.Lock()
+
+    def token(self, renew=False):
+        with self._lock:
+            if renew or self._token is None or time.time() > self._expires - self.margin:
+                resp = requests.post(self.auth_url + "/auth/tokens", timeout=30, json={
+                    "auth": {"identity": {"methods": ["password"],
+                                          "password": {"user": self.user}},
+                             "scope": self.scope}})
+                assert resp.status_code == 201, f"token: {resp.status_code} {resp.text}"
+                expires = resp.json()["token"]["expires_at"].replace("Z", "+00:00")
+                self._token = resp.headers["X-Subject-Token"]
+                self._expires = datetime.datetime.fromisoformat(expires).timestamp()
+            return self._token
+
+    def __call__(self, request):
+        request.headers["X-Auth-Token"] = self.token()
+        request.register_hook("response", self._renew_on_401)
+        return request
+
+    def _renew_on_401(self, resp, **kwargs):
+        if resp.status_code != 401 or resp.request.headers.get("X-Auth-Token") != self._token:
+            return resp
+        # Our current token was refused (revoked, or expired early): once more with a new one.
+        retry = resp.request.copy()
+        retry.headers["X-Auth-Token"] = self.token(renew=True)
+        retry.hooks["response"] = []
+        resp.content  # noqa: B018  (read it, so the connection can be reused)
+        resp.close()
+        again = resp.connection.send(retry, **kwargs)
+        again.history.append(resp)
+        return again
+
+
+def session(headers, auth=None):
     """A requests session for the local stack.  A GET is tried again when the server
     closed a kept-alive connection just as it was reused (gunicorn drops idle ones after
     2 s; a reuse racing that close failed a CI run with RemoteDisconnected); writes
-    are not, since they may have landed."""
+    are not, since they may have landed.  ``auth``: a KeystoneToken on the keystone
+    profile (it replaces the noauth X-Auth-Token), None on noauth."""
     http = requests.Session()
     http.headers.update(headers)
+    http.auth = auth
     retry = Retry(total=3, connect=3, read=3, status=0, backoff_factor=0.1,
                   allowed_methods={"GET"}, raise_on_status=False)
     http.mount("http://", HTTPAdapter(max_retries=retry))
@@ -54,9 +101,10 @@ def call(http, method, url, expect, **kw):
 
 
 class Ironic:
-    def __init__(self, url, shard):
+    def __init__(self, url, shard, auth=None):
         self.url, self.shard = url, shard
-        self.http = session(IRONIC_VERSION)
+        self.http = session(IRONIC_VERSION, auth)
+        self.deleted = []  # nodes deleted through this helper
 
     def _call(self, method, path, expect=(200, 201, 202, 204), **kw):
         return call(self.http, method, self.url + path, expect, **kw)
@@ -126,12 +174,13 @@ class Ironic:
 
     def delete(self, node):
         self._call("DELETE", f"/v1/nodes/{node}")
+        self.deleted.append(node)  # its provider is the test's to clean up (remove_providers)
 
 
 class Placement:
-    def __init__(self, url):
+    def __init__(self, url, auth=None):
         self.url = url
-        self.http = session(PLACEMENT)
+        self.http = session(PLACEMENT, auth)
 
     def _call(self, method, path, expect=(200, 201, 204), **kw):
         return call(self.http, method, self.url + path, expect, **kw)
@@ -171,6 +220,16 @@ class Placement:
 
     def deallocate(self, consumer):
         self._call("DELETE", f"/allocations/{consumer}")
+
+    def remove_providers(self, rps):
+        """Delete these providers and whatever is allocated against them (test clean-up:
+        a provider left for a deleted node would count against the next test's reporter
+        as a node gone from Ironic)."""
+        for rp in rps:
+            resp = self.http.get(f"{self.url}/resource_providers/{rp}/allocations", timeout=30)
+            for consumer in resp.json()["allocations"] if resp.status_code == 200 else ():
+                self._call("DELETE", f"/allocations/{consumer}", expect=(204, 404))
+            self._call("DELETE", f"/resource_providers/{rp}", expect=(204, 404))
 
     def add_trait(self, rp, trait):
         """A foreign writer: adds a trait of its own, generation-guarded like anyone,

@@ -38,14 +38,18 @@ def allowed(managed, max_share):
     return max(1, math.floor(max_share * managed))
 
 
-def judge(absent, present, seen_absent, now, min_age, max_share, gap=None, allow_mass=False):
+def judge(absent, present, seen_absent, now, min_age, max_share, gap=None, allow_mass=False,
+          elsewhere=0):
     """The deletions a pass may make.
 
-    absent: managed providers in scope whose nodes the listing lacks (and a
-        direct read did not find elsewhere);
+    absent: managed providers whose nodes the listing lacks (and a direct read
+        did not find elsewhere);
     present: how many managed providers in scope the listing does show;
     seen_absent: {uuid: when first seen absent} carried from earlier passes;
-    gap: None when the listing is shown complete, else why it may not be.
+    gap: None when the listing is shown complete, else why it may not be;
+    elsewhere: managed providers whose nodes Ironic shows outside this scope
+        (another shard or conductor group): not counted in the share, but
+        proof that Ironic shows some of what Placement holds.
     """
     absent = sorted(set(absent))
     if not absent:
@@ -58,7 +62,7 @@ def judge(absent, present, seen_absent, now, min_age, max_share, gap=None, allow
     waiting = {uuid: seen_absent.get(uuid, now) for uuid in absent}
     managed = present + len(absent)
     refused = reason = None
-    if present == 0:
+    if present + elsewhere == 0:
         refused, reason = (f"Ironic shows none of the {managed} nodes Placement holds managed "
                            f"providers for (scoped credentials, the wrong conductor group or "
                            f"shard, or the wrong Ironic endpoint?): deleting nothing"), NONE_VISIBLE

@@ -93,8 +93,8 @@ class IronicClient:
             return self._built
 
     @property
-    def endpoint(self):
-        return self._adapter.get_endpoint() if self._adapter else None
+    def adapter(self):
+        return self._adapter
 
     @_translated
     def _token_project(self):

@@ -101,6 +101,10 @@ class PlacementClient:
             before_sleep=self._log_retry,
             reraise=True)
 
+    @property
+    def adapter(self):
+        return self._adapter
+
     @staticmethod
     def _log_retry(state):
         LOG.warning("retrying after: %s", state.outcome.exception())
@@ -188,6 +192,12 @@ class PlacementClient:
                                 inv["inventories"], frozenset(tr["traits"]))
         raise Conflict("GET", _rp(uuid), 409, CONCURRENT_UPDATE,
                        "provider kept changing while being read")
+
+    def max_microversion(self):
+        """Placement's highest microversion, as (major, minor)."""
+        (version,) = self._request("GET", "/", (200,)).json()["versions"]
+        major, minor = version["max_version"].split(".")
+        return int(major), int(minor)
 
     def get_provider(self, uuid):
         resp = self._request("GET", _rp(uuid), (200, 404))

@@ -143,10 +143,11 @@ class Reconciler:
         self._foreign.update(u for u in candidates if u in existing)
         return [u for u in candidates if u not in existing]
 
-    def _judge(self, absent, present, allow_mass, dry_run):
+    def _judge(self, absent, present, elsewhere, allow_mass, dry_run):
         seen = self.state.load("absent_since") or {}
         verdict = absence.judge(absent, present, seen, time.time(), self.absent_for,
-                                self.max_deletion_share, self.ironic.listing_gap, allow_mass)
+                                self.max_deletion_share, self.ironic.listing_gap, allow_mass,
+                                elsewhere)
         if not dry_run:  # a dry run observes, and leaves no trace a later run acts on
             self.state.save("absent_since", verdict.waiting)
         return verdict
@@ -172,8 +173,10 @@ class Reconciler:
 
         desired = self._desired(noting_uuids(self.ironic.iter_nodes()), summary, keep_views)
         listed = self.syncer.placement.list_providers()
+        absent = self._absent(listed, in_ironic)
         present = sum(1 for u in listed if u in in_ironic and self.owns(u))
-        verdict = self._judge(self._absent(listed, in_ironic), present, allow_mass, dry_run)
+        elsewhere = sum(1 for u in listed if u in self._foreign and self.owns(u))
+        verdict = self._judge(absent, present, elsewhere, allow_mass, dry_run)
         return desired, listed, verdict
 
     def drift(self):

@@ -33,11 +33,27 @@ def test_fast_path_carries_each_kind_of_change(agents, ironic, placement):
     ironic.patch(node, instance_uuid=None)
     wait_for(lambda: inventory(placement, node) == {GOLD: (1, 0, 1)}, 10, "instance gone")
     ironic.set_maintenance(node, True)
-    ironic.delete(node)
-    wait_for(lambda: placement.provider(node) is None, 10, "deleted")
+    wait_for(lambda: inventory(placement, node) == {GOLD: (1, 1, 1)}, 10, "maintenance again")
+    accepted = agent.metric("rp_reporter_notifications_total", '{result="accepted"}')
+    ironic.delete(node)  # a 404 proves nothing: the provider stays until two passes agree
+    wait_for(lambda: agent.metric("rp_reporter_notifications_total", '{result="accepted"}')
+             > accepted and agent.metric("rp_reporter_queue_depth") == 0, 10,
+             "the delete notification handled")
+    assert placement.provider(node) is not None
     assert agent.metric("rp_reporter_notifications_total", '{result="accepted"}') >= 6
     assert agent.metric("rp_reporter_event_to_write_seconds_count") >= 6
     assert agent.metric("rp_reporter_placement_writes_total", '{kind="inventories"}') >= 4
+
+
+def test_a_deleted_node_loses_its_provider_two_passes_later(agents, ironic, placement):
+    agent = agents(reconcile={"interval": 2, "jitter": 0})
+    keep, gone = ironic.create_many(2)
+    wait_for(lambda: inventory(placement, gone) == {GOLD: (1, 0, 1)}, 10, "created")
+    ironic.delete(gone)
+    deleted_after = wait_for(lambda: placement.provider(gone) is None, 15, "deleted")
+    assert placement.provider(keep) is not None
+    assert agent.metric("rp_reporter_placement_writes_total", '{kind="delete"}') == 1
+    assert agent.healthy() and deleted_after
 
 
 def test_a_first_start_creates_providers_in_bulk(agents, ironic, placement):

@@ -111,23 +111,58 @@ def test_removed_node_trait_goes_and_foreign_traits_stay(ironic, placement, reco
     assert {"CUSTOM_A", "CUSTOM_OPERATOR_SET", MANAGED} <= traits
 
 
-def test_node_deleted_in_ironic_loses_its_provider(ironic, placement, reconciler):
+ABSENT_FOR = 1.0  # [reconcile] interval, shortened: how long an absence must last
+
+
+def second_pass_later(reconciler, **kwargs):
+    """Another pass, an interval after the last one (absences need two)."""
+    time.sleep(ABSENT_FOR)
+    return reconciler.run(**kwargs)
+
+
+def test_node_deleted_in_ironic_loses_its_provider_after_two_passes(ironic, placement,
+                                                                    reconciler):
+    reconciler.absent_for = ABSENT_FOR
     keep, gone = ironic.create_many(2)
     assert reconciler.run().converged
     ironic.delete(gone)
     summary = reconciler.run()
-    assert outcome_of(summary, gone).outcome is Outcome.DELETED
+    assert outcome_of(summary, gone).outcome is Outcome.KEPT  # seen absent once: not proof
+    assert "absent from Ironic's listing since" in outcome_of(summary, gone).reason
+    assert placement.provider(gone) is not None
+    summary = second_pass_later(reconciler)
+    assert outcome_of(summary, gone).outcome is Outcome.DELETED and summary.converged
     assert placement.provider(gone) is None
     assert placement.provider(keep) is not None
 
 
+def test_a_mass_disappearance_is_refused_unless_allowed(ironic, placement, reconciler):
+    reconciler.absent_for = ABSENT_FOR
+    nodes = ironic.create_many(100, state="enroll")
+    assert reconciler.run().converged
+    vanished = nodes[:5]
+    for node in vanished:
+        ironic.delete(node)
+    reconciler.run()
+    summary = second_pass_later(reconciler)
+    assert not summary.converged and "5 of 100" in summary.deletion_refused
+    assert all(placement.provider(n) is not None for n in vanished)
+    summary = second_pass_later(reconciler, allow_mass_deletion=True)
+    assert summary.converged and summary.outcomes[Outcome.DELETED] == 5
+    assert all(placement.provider(n) is None for n in vanished)
+    assert all(placement.provider(n) is not None for n in nodes[5:])
+
+
 def test_deleted_node_with_allocation_keeps_its_provider(ironic, placement, reconciler):
+    reconciler.absent_for = ABSENT_FOR
     node = ironic.create()
     assert reconciler.run().converged
     consumer = placement.allocate(node, GOLD)
     ironic.delete(node)
-    summary = reconciler.run()
+    reconciler.run()
+    summary = second_pass_later(reconciler)
     assert outcome_of(summary, node).outcome is Outcome.KEPT
+    assert "allocations" in outcome_of(summary, node).reason
     assert placement.provider(node)["inventories"] == {GOLD: (1, 0, 1)}
     placement.deallocate(consumer)
     summary = reconciler.run()

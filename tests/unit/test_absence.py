@@ -11,8 +11,9 @@ HOUR = 3600.0
 
 
 def judge(absent, present=100, seen=None, now=10 * HOUR, gap=None, allow_mass=False,
-          share=0.02):
-    return absence.judge(absent, present, seen or {}, now, HOUR, share, gap, allow_mass)
+          share=0.02, elsewhere=0):
+    return absence.judge(absent, present, seen or {}, now, HOUR, share, gap, allow_mass,
+                         elsewhere)
 
 
 def test_a_first_absence_is_remembered_not_acted_on():
@@ -52,6 +53,12 @@ def test_none_visible_is_refused_whatever_the_share():
     assert verdict.delete == () and verdict.reason == absence.NONE_VISIBLE
     assert "none of the 2 nodes" in verdict.refused
     assert "--allow-mass-deletion" in verdict.refused
+
+
+def test_nodes_seen_outside_this_scope_show_ironic_is_not_blind():
+    # This shard's last node is gone; Ironic still shows other shards' nodes.
+    verdict = judge(["a"], present=0, seen={"a": 1.0}, elsewhere=40)
+    assert verdict.delete == ("a",)
 
 
 @pytest.mark.parametrize("vanished,refused", [(2, False), (3, True), (5, True)])
