@@ -1,123 +1,355 @@
-"""rp_reporter.nova_compute.IronicDriver with nova's real IronicDriver base and real
-ProviderTree, talking to the real Ironic through nova's own (openstacksdk) connection.
+"""rp_reporter.nova_compute.IronicDriver beside nova's own IronicDriver, with nova's real
+classes (ring code, ProviderTree), against the real Ironic through nova's own (openstacksdk)
+connection where a test says so.
 
-Three compute hosts are simulated in one process by switching nova's CONF.host
-and by giving each host its own instance list (what nova's database would say).
+Several compute services are simulated in one process, as nova's own tests do: nova's
+CONF.host (and [ironic] shard, conductor_group, peer_list) are switched per service, each
+service has its own instance list (what nova's database would say), and the live service
+list is what nova's ServiceList would return.
 """
 
+import time
 import uuid
 
 import nova.conf
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+from nova import exception
 from nova import objects
 from nova.compute import provider_tree as nova_provider_tree
+from nova.virt.ironic import driver as nova_driver
+from nova.virt.ironic import ironic_states
+from openstack.baremetal.v1 import node as sdk_node
 
 from rp_reporter import model
 from rp_reporter import nova_compute
+from rp_reporter.sync import plan as planner
+from tools import fleet
 
 CONF = nova.conf.CONF
 HOSTS = ("compute-a", "compute-b", "compute-c")
+CLASSES = {"nova": nova_driver.IronicDriver, "ours": nova_compute.IronicDriver}
 
 
 @pytest.fixture(scope="module")
-def nova_config(stack, tmp_path_factory):
+def nova_config(tmp_path_factory):
     path = tmp_path_factory.mktemp("nova") / "nova.conf"
     rp_path = path.parent / "rp_reporter.conf"
     rp_path.write_text(f"[ring]\npeer_list = {','.join(HOSTS)}\n")
-    path.write_text(
-        "[DEFAULT]\nhost = compute-a\n"
-        f"[ironic]\nauth_type = none\nendpoint_override = {stack.ironic_url}\n"
-        f"[rp_reporter]\npeers_from = coordination\nconfig_file = {rp_path}\n")
+    path.write_text(f"[DEFAULT]\nhost = compute-a\n[rp_reporter]\nconfig_file = {rp_path}\n")
     CONF(["--config-file", str(path)], project="nova")
     objects.register_all()
     yield
     CONF.reset()
 
 
+class AlwaysUp:
+    def service_is_up(self, service):
+        return True
+
+
+class Fleet:
+    """Compute services simulated in one process: instance lists and the live services."""
+
+    def __init__(self, monkeypatch, hosts):
+        self.instances = {h: set() for h in hosts}
+        self.live = list(hosts)
+        monkeypatch.setattr(objects.InstanceList, "get_uuids_by_host",
+                            lambda ctxt, host: sorted(self.instances.get(host, ())))
+        monkeypatch.setattr(objects.ServiceList, "get_all_computes_by_hv_type",
+                            lambda ctxt, hv: [objects.Service(host=h) for h in self.live])
+
+    @staticmethod
+    def driver(kind, connection=None):
+        driver = CLASSES[kind](virtapi=None)
+        driver.servicegroup_api = AlwaysUp()
+        if connection is not None:
+            driver._ironic_connection = connection
+        return driver
+
+    @staticmethod
+    def owned(driver, host, ironic=None, rp_reporter=None):
+        """get_available_nodes() of ``driver`` as compute service ``host`` configured so."""
+        overrides = [("host", None, host)]
+        overrides += [(k, "ironic", v) for k, v in (ironic or {}).items()]
+        overrides += [(k, "rp_reporter", v) for k, v in (rp_reporter or {}).items()]
+        for name, group, value in overrides:
+            CONF.set_override(name, value, group=group)
+        try:
+            return set(driver.get_available_nodes())
+        finally:
+            for name, group, _ in overrides:
+                CONF.clear_override(name, group=group)
+
+
+class FakeConnection:
+    """nova's openstacksdk baremetal proxy, for a listing only."""
+
+    def __init__(self, nodes):
+        self.listing = nodes
+
+    def nodes(self, **query):
+        return iter(self.listing)
+
+
+def owners_of(owned, node_ids):
+    return {n: {h for h, nodes in owned.items() if n in nodes} for n in node_ids}
+
+
+def test_a_rolling_switch_never_double_claims_or_orphans_a_node(nova_config, monkeypatch):
+    """Three services switch to the subclass one at a time, with nova's real ring code."""
+    fleet_ = Fleet(monkeypatch, HOSTS)
+    free = [str(uuid.uuid4()) for _ in range(900)]
+    busy = {}
+    for h in (*HOSTS, "compute-gone"):  # each host's instances, and a dead host's
+        for _ in range(5):
+            instance = str(uuid.uuid4())
+            fleet_.instances.setdefault(h, set()).add(instance)
+            busy[str(uuid.uuid4())] = (h, instance)
+    fleet_.instances.pop("compute-gone")
+    nodes = [sdk_node.Node(id=n, instance_id=None) for n in free] + [
+        sdk_node.Node(id=n, instance_id=i) for n, (_, i) in busy.items()]
+    connection = FakeConnection(nodes)
+    report = []
+    for switched in range(len(HOSTS) + 1):
+        kinds = {h: "ours" if i < switched else "nova" for i, h in enumerate(HOSTS)}
+        owned = {h: Fleet.owned(Fleet.driver(kind, connection), h)
+                 for h, kind in kinds.items()}
+        owners = owners_of(owned, free)
+        double = sum(len(o) > 1 for o in owners.values())
+        orphaned = sum(not o for o in owners.values())
+        report.append((switched, double, orphaned))
+        assert (double, orphaned) == (0, 0), report
+        for node, (host, _) in busy.items():  # instances: their own service only
+            assert owners_of(owned, [node])[node] == ({host} if host in HOSTS else set())
+    print("rolling switch (services switched, double-claimed, orphaned):", report)
+
+
+def test_mixing_the_coordination_ring_with_nova_ring_is_why_a_group_switches_together(
+        nova_config, monkeypatch):
+    fleet_ = Fleet(monkeypatch, HOSTS)
+    free = [str(uuid.uuid4()) for _ in range(900)]
+    connection = FakeConnection([sdk_node.Node(id=n, instance_id=None) for n in free])
+    owned = {HOSTS[0]: Fleet.owned(Fleet.driver("ours", connection), HOSTS[0],
+                                   rp_reporter={"peers_from": "coordination"})}
+    owned.update({h: Fleet.owned(Fleet.driver("nova", connection), h) for h in HOSTS[1:]})
+    owners = owners_of(owned, free).values()
+    assert sum(len(o) > 1 for o in owners) and sum(not o for o in owners)
+    # ... and once all switched, the coordination ring alone splits them cleanly.
+    owned = {h: Fleet.owned(Fleet.driver("ours", connection), h,
+                            rp_reporter={"peers_from": "coordination"}) for h in HOSTS}
+    assert all(len(o) == 1 for o in owners_of(owned, free).values())
+    del fleet_
+
+
+# ---------------------------------------------------------------------------
+# The same provider from the agent and from the driver, for every node state.
+
+PROVISION_STATES = sorted(
+    {v for k, v in vars(ironic_states).items() if k.isupper() and isinstance(v, str)
+     and k not in ("POWER_ON", "POWER_OFF", "REBOOT", "SOFT_REBOOT", "SOFT_POWER_OFF")}
+    - {ironic_states.POWER_ON, ironic_states.POWER_OFF}) + [None]
+POWER_STATES = ["power on", "power off", "rebooting", "error", None]
+node_traits = st.sets(st.sampled_from(
+    ["CUSTOM_GPU", "CUSTOM_A", "HW_CPU_X86_AVX2", "COMPUTE_NODE", "CUSTOM_RPR_MANAGED",
+     "CUSTOM_RPR_ADDED_CUSTOM_A", "CUSTOM_RPR_X"]), max_size=4)
+provider_traits = st.sets(st.sampled_from(
+    ["CUSTOM_GPU", "CUSTOM_OLD", "CUSTOM_RPR_ADDED_CUSTOM_GPU", "CUSTOM_RPR_ADDED_CUSTOM_OLD",
+     "COMPUTE_NODE", "COMPUTE_STATUS_DISABLED", "OWNER_NOVA", "CUSTOM_RPR_MANAGED"]),
+    max_size=5)
+classes = st.sampled_from([None, "", "baremetal-gold", "baremetal-silver", "---", "x" * 300])
+previous_inventory = st.dictionaries(
+    st.sampled_from(["CUSTOM_BAREMETAL_GOLD", "CUSTOM_BAREMETAL_SILVER"]),
+    st.integers(0, 1).map(model.inventory), max_size=2)
+
+
+@pytest.fixture(scope="module")
+def lone_driver(nova_config):
+    return Fleet.driver("ours")
+
+
+@settings(max_examples=400, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(provision=st.sampled_from(PROVISION_STATES), power=st.sampled_from(POWER_STATES),
+       maintenance=st.booleans(), instance=st.booleans(), resource_class=classes,
+       traits=node_traits, before_inventory=previous_inventory, before_traits=provider_traits,
+       skip_reserve=st.booleans())
+def test_agent_and_driver_give_the_same_provider_for_every_node_state(
+        lone_driver, provision, power, maintenance, instance, resource_class, traits,
+        before_inventory, before_traits, skip_reserve):
+    node_id = str(uuid.uuid4())
+    instance_id = str(uuid.uuid4()) if instance else None
+    # The driver: nova's node object, nova's ProviderTree holding the provider as it was.
+    node = sdk_node.Node(id=node_id, resource_class=resource_class, provision_state=provision,
+                         power_state=power, is_maintenance=maintenance,
+                         instance_id=instance_id, traits=sorted(traits), properties={})
+    lone_driver.node_cache = {node_id: node}
+    lone_driver.node_cache_time = time.time()
+    tree = nova_provider_tree.ProviderTree()
+    tree.new_root(node_id, node_id)
+    tree.update_inventory(node_id, before_inventory)
+    tree.update_traits(node_id, before_traits)
+    CONF.set_override("skip_reserve_in_use_ironic_nodes", skip_reserve, group="workarounds")
+    try:
+        lone_driver.update_provider_tree(tree, node_id)
+    finally:
+        CONF.clear_override("skip_reserve_in_use_ironic_nodes", group="workarounds")
+    data = tree.data(node_id)
+    # The agent: the API record, desired(), the plan applied to the same provider (an
+    # instance's allocation is on the class the node carried).
+    record = {"uuid": node_id, "resource_class": resource_class, "provision_state": provision,
+              "power_state": power, "maintenance": maintenance, "instance_uuid": instance_id,
+              "traits": sorted(traits)}
+    desired = model.desired(model.node_from_api(record), skip_reserve_in_use=skip_reserve)
+    observed = planner.Observed(node_id, 3, before_inventory, frozenset(before_traits),
+                                {rc: 1 for rc in before_inventory} if instance else {})
+    after = planner.apply(observed, planner.plan(desired, observed))
+    assert dict(data.inventory) == after.inventories
+    # The driver keeps the marker where it is and does not add it.
+    marker_added = {model.MANAGED_TRAIT} - set(before_traits)
+    assert set(data.traits) == after.traits - marker_added
+    # ... and where nova reports the node, the inventory is nova's.
+    if desired.resource_class and not (instance and set(before_inventory) - {
+            desired.resource_class}):
+        nova_tree = nova_provider_tree.ProviderTree()
+        nova_tree.new_root(node_id, node_id)
+        CONF.set_override("skip_reserve_in_use_ironic_nodes", skip_reserve,
+                          group="workarounds")
+        try:
+            nova_driver.IronicDriver.update_provider_tree(lone_driver, nova_tree, node_id)
+        finally:
+            CONF.clear_override("skip_reserve_in_use_ironic_nodes", group="workarounds")
+        assert dict(nova_tree.data(node_id).inventory) == dict(data.inventory)
+        assert set(nova_tree.data(node_id).traits) == desired.traits | desired.refused_traits
+
+
+# ---------------------------------------------------------------------------
+# Against the real Ironic.
+
 @pytest.fixture
-def hosts(nova_config, ironic, monkeypatch):
-    """A driver per simulated host, scoped to this test's shard."""
-    CONF.set_override("shard", ironic.shard, group="ironic")
-    instances = {h: set() for h in HOSTS}
-
-    def uuids_by_host(ctxt, host):
-        return sorted(instances[host])
-
-    monkeypatch.setattr(objects.InstanceList, "get_uuids_by_host", uuids_by_host)
-    drivers = {h: nova_compute.IronicDriver(virtapi=None) for h in HOSTS}
-    yield drivers, instances
-    CONF.clear_override("shard", group="ironic")
-    CONF.clear_override("host")
+def real_ironic(nova_config, stack):
+    CONF.set_override("auth_type", "none", group="ironic")
+    CONF.set_override("endpoint_override", stack.ironic_url, group="ironic")
+    yield
+    CONF.clear_override("auth_type", group="ironic")
+    CONF.clear_override("endpoint_override", group="ironic")
 
 
-def available_nodes(drivers, host):
-    CONF.set_override("host", host)
-    return set(drivers[host].get_available_nodes())
-
-
-def test_three_hosts_split_the_nodes_by_the_rules(hosts, ironic):
-    drivers, instances = hosts
-    free = ironic.create_many(24, state="enroll")
-    busy = {h: ironic.create(state="enroll") for h in HOSTS}
-    for h, node in busy.items():  # each host manages an instance on one node
+def test_sharded_deployment_two_shards_two_services_each(real_ironic, stack, ironic,
+                                                          monkeypatch):
+    """With [ironic] shard set, nova's ring is the service alone: it owns its whole shard."""
+    shard_b = fleet.Ironic(stack.ironic_url, ironic.shard + "-b")
+    services = {"shard-a-1": ironic, "shard-a-2": ironic,
+                "shard-b-1": shard_b, "shard-b-2": shard_b}
+    fleet_ = Fleet(monkeypatch, services)
+    nodes = {name: set(s.create_many(6, state="enroll")) for name, s in
+             (("a", ironic), ("b", shard_b))}
+    for host, shard in (("shard-a-1", ironic), ("shard-b-2", shard_b)):
+        node = shard.create(state="enroll")  # an instance each of two services manages
         instance = str(uuid.uuid4())
-        ironic.patch(node, instance_uuid=instance)
-        instances[h].add(instance)
-    orphan = ironic.create(state="enroll")
-    ironic.patch(orphan, instance_uuid=str(uuid.uuid4()))  # managed by a host not running
+        shard.patch(node, instance_uuid=instance)
+        fleet_.instances[host].add(instance)
+        nodes[(host, "busy")] = node
+    owned = {}
+    for host, shard in services.items():
+        per_class = {kind: Fleet.owned(Fleet.driver(kind), host,
+                                       ironic={"shard": shard.shard}) for kind in CLASSES}
+        assert per_class["ours"] == per_class["nova"], host  # exactly nova's choice
+        owned[host] = per_class["ours"]
+    for host in ("shard-a-1", "shard-a-2"):
+        assert nodes["a"] <= owned[host] and not owned[host] & nodes["b"]
+    for host in ("shard-b-1", "shard-b-2"):
+        assert nodes["b"] <= owned[host] and not owned[host] & nodes["a"]
+    assert nodes[("shard-a-1", "busy")] in owned["shard-a-1"]
+    assert nodes[("shard-a-1", "busy")] not in owned["shard-a-2"]
+    assert nodes[("shard-b-2", "busy")] in owned["shard-b-2"]
+    assert nodes[("shard-b-2", "busy")] not in owned["shard-b-1"]
 
-    owned = {h: available_nodes(drivers, h) for h in HOSTS}
-    ring = drivers["compute-a"].rp_ring
-    assert ring.members == set(HOSTS)
-    for h in HOSTS:
-        assert busy[h] in owned[h]  # rule 1: its own instances
-        assert {n for n in free if ring.owner(n) == h} <= owned[h]  # rule 2: the ring
-        for other in set(HOSTS) - {h}:
-            assert busy[other] not in owned[h]  # rule 3: never another's instance
-    assert all(owned[h].isdisjoint(owned[o]) for h in HOSTS for o in HOSTS if h != o)
-    assert set().union(*owned.values()) == set(free) | set(busy.values())
-    assert all(owned[h] - set(busy.values()) for h in HOSTS)  # everyone got a share
-    assert not any(orphan in nodes for nodes in owned.values())
+
+def test_conductor_group_deployment_with_peer_lists(real_ironic, stack, ironic, monkeypatch):
+    """[ironic] conductor_group + peer_list: nova's ring over the peers that are up; a peer
+    list without the service itself is refused, as nova refuses it."""
+    group = ""  # the local stack's conductor serves the default group
+    peers = ["group-1", "group-2"]
+    fleet_ = Fleet(monkeypatch, [*peers, "elsewhere", "other-group"])
+    free = set(ironic.create_many(12, state="enroll"))
+    busy = ironic.create(state="enroll")
+    instance = str(uuid.uuid4())
+    ironic.patch(busy, instance_uuid=instance)
+    fleet_.instances["group-2"].add(instance)
+    config = {"conductor_group": group, "peer_list": peers}
+    owned = {}
+    for host in peers:
+        per_class = {kind: Fleet.owned(Fleet.driver(kind), host, ironic=config)
+                     for kind in CLASSES}
+        assert per_class["ours"] == per_class["nova"], host  # exactly nova's choice
+        owned[host] = per_class["ours"]
+    assert all(len(o) == 1 for o in owners_of(owned, free).values())  # one owner each
+    assert all(owned[h] & free for h in peers)  # both got a share
+    assert busy in owned["group-2"] and busy not in owned["group-1"]
+    # A service of another group sees none of these nodes.
+    for kind in CLASSES:
+        assert not Fleet.owned(Fleet.driver(kind), "other-group",
+                               ironic={"conductor_group": "other",
+                                       "peer_list": ["other-group"]}) & free
+    # A peer list without the service itself: nova refuses it, and so do we.
+    for kind in CLASSES:
+        with pytest.raises(exception.InvalidPeerList):
+            Fleet.owned(Fleet.driver(kind), "elsewhere", ironic=config)
 
 
-def test_update_provider_tree_matches_the_agents_model(hosts, ironic):
-    drivers, instances = hosts
+def test_update_provider_tree_matches_the_agents_model(real_ironic, ironic, monkeypatch):
+    Fleet(monkeypatch, HOSTS[:1])
     kinds = [ironic.create(), ironic.create(maintenance=True), ironic.create(state="manageable"),
              ironic.create(traits=["CUSTOM_GPU", "HW_CPU_X86_AVX2"]),
              ironic.create(resource_class="Bare Metal.gold--XL"),
-             ironic.create(state="active")]
-    instances["compute-b"].add(ironic.get(kinds[-1])["instance_uuid"])  # b deployed it
-    by_host = {h: available_nodes(drivers, h) for h in HOSTS}
+             ironic.create(state="active"), ironic.create(resource_class=None)]
+    driver = Fleet.driver("ours")
+    owned = Fleet.owned(driver, HOSTS[0], ironic={"shard": ironic.shard})
+    assert set(kinds) - {kinds[5]} <= owned  # the active one is another service's instance
     for node in kinds:
-        host = next(h for h, nodes in by_host.items() if node in nodes)
-        CONF.set_override("host", host)
         tree = nova_provider_tree.ProviderTree()
         tree.new_root(node, node)
-        drivers[host].update_provider_tree(tree, node)
+        driver.update_provider_tree(tree, node)
         data = tree.data(node)
         desired = model.desired(model.node_from_api(ironic.get(node)))
         assert dict(data.inventory) == desired.inventories, node
-        assert set(data.traits) == desired.placement_traits, node
+        assert set(data.traits) == desired.traits, node
 
 
-def test_only_traits_it_added_are_removed_and_a_class_change_keeps_the_old_class(hosts,
-                                                                                ironic):
-    drivers, instances = hosts
+def test_traits_follow_the_node_and_a_class_change_keeps_the_old_class(real_ironic, ironic,
+                                                                       monkeypatch):
+    fleet_ = Fleet(monkeypatch, HOSTS[:1])
     node = ironic.create(traits=["CUSTOM_A", "CUSTOM_B"], state="available")
-    host = next(h for h in HOSTS if node in available_nodes(drivers, h))
-    CONF.set_override("host", host)
+    driver = Fleet.driver("ours")
+    assert node in Fleet.owned(driver, HOSTS[0], ironic={"shard": ironic.shard})
     tree = nova_provider_tree.ProviderTree()
     tree.new_root(node, node)
-    drivers[host].update_provider_tree(tree, node)
-    tree.add_traits(node, "COMPUTE_NODE_SOMETHING_NOVA_SET", "CUSTOM_OPERATOR")
+    tree.update_traits(node, [model.MANAGED_TRAIT, "CUSTOM_RPR_ADDED_CUSTOM_A"])  # the agent's
+    driver.update_provider_tree(tree, node)
+    tree.add_traits(node, "COMPUTE_STATUS_DISABLED", "OWNER_NOVA", "CUSTOM_OPERATOR")
     ironic.set_traits(node, ["CUSTOM_A"])
     instance = str(uuid.uuid4())
     ironic.patch(node, instance_uuid=instance, resource_class="baremetal-silver")
-    instances[host].add(instance)
-    assert node in available_nodes(drivers, host)
-    drivers[host].update_provider_tree(tree, node)
+    fleet_.instances[HOSTS[0]].add(instance)
+    assert node in Fleet.owned(driver, HOSTS[0], ironic={"shard": ironic.shard})
+    driver.update_provider_tree(tree, node)
     data = tree.data(node)
-    assert "CUSTOM_B" not in data.traits and "CUSTOM_A" in data.traits
-    assert {"COMPUTE_NODE_SOMETHING_NOVA_SET", "CUSTOM_OPERATOR"} <= set(data.traits)
+    assert set(data.traits) == {"CUSTOM_A", "COMPUTE_STATUS_DISABLED", "OWNER_NOVA",
+                                model.MANAGED_TRAIT}
     assert set(data.inventory) == {"CUSTOM_BAREMETAL_GOLD", "CUSTOM_BAREMETAL_SILVER"}
     assert data.inventory["CUSTOM_BAREMETAL_GOLD"]["reserved"] == 1
+    # The class cleared while the instance is there: the allocated class stays, reserved;
+    # once the instance is gone, the inventory goes (nova would raise NoResourceClass).
+    ironic.patch(node, resource_class=None)
+    driver.update_provider_tree(tree, node)
+    assert {rc: inv["reserved"] for rc, inv in tree.data(node).inventory.items()} == {
+        "CUSTOM_BAREMETAL_GOLD": 1, "CUSTOM_BAREMETAL_SILVER": 1}
+    ironic.patch(node, instance_uuid=None)
+    fleet_.instances[HOSTS[0]].clear()
+    assert node in Fleet.owned(driver, HOSTS[0], ironic={"shard": ironic.shard})
+    driver.update_provider_tree(tree, node)
+    assert dict(tree.data(node).inventory) == {}
