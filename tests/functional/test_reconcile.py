@@ -24,6 +24,18 @@ def outcome_of(summary, node):
     return result
 
 
+def put_traits(placement, rp, traits):
+    """Write a provider's traits as another writer would (nova's resource tracker, an
+    earlier rp_reporter): custom names created first, generation-guarded."""
+    for trait in traits:
+        if trait.startswith("CUSTOM_"):
+            placement._call("PUT", f"/traits/{trait}")
+    current = placement._call("GET", f"/resource_providers/{rp}/traits")
+    placement._call("PUT", f"/resource_providers/{rp}/traits", json={
+        "resource_provider_generation": current["resource_provider_generation"],
+        "traits": sorted(traits)})
+
+
 def test_each_kind_of_node_ends_exactly_right(ironic, placement, reconciler):
     nodes = {
         "available": ironic.create(),
@@ -46,9 +58,7 @@ def test_each_kind_of_node_ends_exactly_right(ironic, placement, reconciler):
     assert reserved["power_off"]["inventories"] == {GOLD: (1, 0, 1)}
     for unusable in ("maintenance", "manageable", "enroll", "active"):
         assert reserved[unusable]["inventories"] == {GOLD: (1, 1, 1)}, unusable
-    assert reserved["traits"]["traits"] == {
-        "CUSTOM_GPU", "HW_CPU_X86_AVX2", MANAGED, "CUSTOM_RPR_ADDED_CUSTOM_GPU",
-        "CUSTOM_RPR_ADDED_HW_CPU_X86_AVX2"}
+    assert reserved["traits"]["traits"] == {"CUSTOM_GPU", "HW_CPU_X86_AVX2", MANAGED}
     assert reserved["odd_spelling"]["inventories"] == {"CUSTOM_BARE_METAL_GOLD_XL": (1, 0, 1)}
     assert reserved["no_class"] is None and reserved["nothing_class"] is None
 
@@ -58,7 +68,7 @@ def test_each_kind_of_node_ends_exactly_right(ironic, placement, reconciler):
                                "resource_class '---' normalizes to nothing": 1}
     # Initial sync: create, traits, inventory: at most 3 writes per node,
     # plus one-time creation of classes and traits.
-    one_time = 2 + 4  # two classes; MANAGED, CUSTOM_GPU and the two ADDED_ markers
+    one_time = 2 + 2  # two classes; MANAGED and CUSTOM_GPU
     assert writes(summary) <= 3 * 8 + one_time
 
 
@@ -94,21 +104,42 @@ def test_drift_of_k_nodes_costs_at_most_2k_writes(ironic, placement, reconciler)
     summary = reconciler.run()
     assert summary.converged
     assert summary.outcomes[Outcome.UPDATED] == 3 and summary.outcomes[Outcome.UNCHANGED] == 7
-    assert writes(summary) <= 2 * 3 + 2  # + the new trait and its marker, once
+    assert writes(summary) <= 2 * 3 + 1  # + the new trait, once
     assert placement.provider(drifted[0])["inventories"] == {GOLD: (1, 1, 1)}
     assert "CUSTOM_NEW" in placement.provider(drifted[1])["traits"]
     assert placement.provider(drifted[2])["inventories"] == {GOLD: (1, 1, 1)}
 
 
-def test_removed_node_trait_goes_and_foreign_traits_stay(ironic, placement, reconciler):
+def test_traits_follow_the_node_and_nova_owned_traits_stay(ironic, placement, reconciler):
+    # Invariant 5: Ironic's node traits are the truth, as in nova; what nova's resource
+    # tracker sets (COMPUTE_*, OWNER_*) stays, anything else the node lacks goes.
     node = ironic.create(traits=["CUSTOM_A", "CUSTOM_B"])
     assert reconciler.run().converged
-    placement.add_trait(node, "CUSTOM_OPERATOR_SET")
+    put_traits(placement, node, placement.provider(node)["traits"] | {
+        "CUSTOM_OPERATOR_SET", "COMPUTE_STATUS_DISABLED", "OWNER_NOVA"})
     ironic.set_traits(node, ["CUSTOM_A"])
     assert reconciler.run().converged
-    traits = placement.provider(node)["traits"]
-    assert "CUSTOM_B" not in traits and "CUSTOM_RPR_ADDED_CUSTOM_B" not in traits
-    assert {"CUSTOM_A", "CUSTOM_OPERATOR_SET", MANAGED} <= traits
+    assert placement.provider(node)["traits"] == {
+        "CUSTOM_A", MANAGED, "COMPUTE_STATUS_DISABLED", "OWNER_NOVA"}
+
+
+def test_providers_of_an_earlier_version_lose_their_twins_and_stale_traits(ironic, placement,
+                                                                          reconciler, cli):
+    # Earlier versions wrote CUSTOM_RPR_ADDED_<T> beside each trait T they added, and kept
+    # any trait without a twin (here CUSTOM_STALE, which the node no longer has).
+    nodes = [ironic.create(traits=["CUSTOM_GPU"]), ironic.create()]
+    assert reconciler.run().converged
+    put_traits(placement, nodes[0], {"CUSTOM_GPU", "CUSTOM_RPR_ADDED_CUSTOM_GPU", MANAGED,
+                                     "CUSTOM_STALE", "CUSTOM_RPR_ADDED_CUSTOM_GONE"})
+    put_traits(placement, nodes[1], {MANAGED, "CUSTOM_STALE", "COMPUTE_NODE"})
+    code, out, err = cli("reconcile", "-f", "json")  # a new process, as an upgrade runs it
+    (row,) = json.loads(out)
+    assert code == 0 and row["updated"] == 2, (out, err)
+    assert placement.provider(nodes[0])["traits"] == {"CUSTOM_GPU", MANAGED}
+    assert placement.provider(nodes[1])["traits"] == {MANAGED, "COMPUTE_NODE"}
+    code, out, _ = cli("reconcile", "-f", "json")
+    (row,) = json.loads(out)
+    assert code == 0 and row["unchanged"] == 2 and set(row["placement_requests"]) == {"GET"}
 
 
 ABSENT_FOR = 1.0  # [reconcile] interval, shortened: how long an absence must last
@@ -195,7 +226,8 @@ def test_foreign_writer_between_read_and_write_still_converges(ironic, placement
 
     def racing_set_inventories(uuid, generation, inventories):
         if not bumped:  # a real concurrent writer gets in first, once
-            placement.add_trait(uuid, "CUSTOM_RACER")
+            put_traits(placement, uuid, placement.provider(uuid)["traits"] | {
+                "COMPUTE_STATUS_DISABLED"})  # as nova's resource tracker would
             bumped.append(uuid)
         return real_set_inventories(uuid, generation, inventories)
 
@@ -205,7 +237,7 @@ def test_foreign_writer_between_read_and_write_still_converges(ironic, placement
     assert result.outcome is Outcome.UPDATED and result.attempts == 2
     state = placement.provider(node)
     assert state["inventories"] == {GOLD: (1, 1, 1)}
-    assert "CUSTOM_RACER" in state["traits"]  # nobody's write was lost
+    assert "COMPUTE_STATUS_DISABLED" in state["traits"]  # nobody's write was lost
 
 
 def test_existing_unmarked_provider_is_adopted(ironic, placement, reconciler):
@@ -241,7 +273,8 @@ def test_bulk_batch_refused_for_a_foreign_write_goes_node_by_node(ironic, placem
     real_reshape = client.reshape_inventories
 
     def racing_reshape(entries):
-        placement.add_trait(nodes[2], "CUSTOM_RACER")  # gets in just before the batch
+        put_traits(placement, nodes[2], placement.provider(nodes[2])["traits"] | {
+            "COMPUTE_STATUS_DISABLED"})  # gets in just before the batch, as nova's RT would
         return real_reshape(entries)
 
     client.reshape_inventories = racing_reshape
@@ -250,7 +283,7 @@ def test_bulk_batch_refused_for_a_foreign_write_goes_node_by_node(ironic, placem
     for node in nodes:
         state = placement.provider(node)
         assert state["inventories"] == {GOLD: (1, 1, 1)} and MANAGED in state["traits"]
-    assert "CUSTOM_RACER" in placement.provider(nodes[2])["traits"]  # not lost
+    assert "COMPUTE_STATUS_DISABLED" in placement.provider(nodes[2])["traits"]  # not lost
 
 
 def test_odd_node_records_cost_only_that_node(ironic, placement, reconciler):
