@@ -16,14 +16,20 @@ from tools import localstack
 _shards = itertools.count()
 
 
-@pytest.fixture(scope="session")
-def stack(tmp_path_factory):
-    s = localstack.LocalStack(str(tmp_path_factory.mktemp("stack")))
+def running_stack(tmp_path_factory, **shape):
+    """The stack of this shape (localstack.LocalStack's knobs), started for the session;
+    tests/functional_keystone's ``stack`` is this with the production preset."""
+    s = localstack.LocalStack(str(tmp_path_factory.mktemp("stack")), **shape)
     try:
         s.start()
         yield s
     finally:
         s.stop()
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory):
+    yield from running_stack(tmp_path_factory)
 
 
 @pytest.fixture
@@ -35,7 +41,7 @@ def shard(request):
 
 @pytest.fixture
 def ironic(stack, shard, placement):
-    helper = fleet.Ironic(stack.ironic_url, shard)
+    helper = fleet.Ironic(stack.ironic_url, shard, auth=stack.admin_auth("baremetal"))
     yield helper
     # Providers of nodes a test deleted go with it: the next test's reporter would
     # count them as nodes gone from Ironic (and its deletion guard would refuse).
@@ -44,7 +50,7 @@ def ironic(stack, shard, placement):
 
 @pytest.fixture
 def placement(stack):
-    return fleet.Placement(stack.placement_url)
+    return fleet.Placement(stack.placement_url, auth=stack.admin_auth("placement"))
 
 
 @pytest.fixture

@@ -1,0 +1,118 @@
+"""The production-shaped stack itself, and the reporter on it with the good credentials:
+the catalog, what each test identity may do (measured against the real services), a
+one-shot reconcile run as a process."""
+
+import json
+
+import pytest
+from keystoneauth1 import adapter
+from keystoneauth1 import loading
+from keystoneauth1 import session as ks_session
+
+from tests.functional.test_reconcile import GOLD
+from tests.functional.test_reconcile import MANAGED
+from tests.functional.test_reconcile import test_second_pass_from_a_new_process_writes_nothing  # noqa: F401,E501
+from tools import fleet
+from tools import localstack
+
+pytestmark = pytest.mark.functional
+
+# What each identity may do, as measured on this stack (release policy defaults;
+# Ironic's rbac_service_role_elevated_access left False).  Ironic: does a listing of
+# the shard show a node the system admin created, GET of that node, PATCH of its
+# resource_class; Placement: GET /resource_providers, POST /reshaper.
+MEASURED = {
+    "rp-system-reader": {"lists": True, "get": 200, "patch": 403, "rp_list": 403, "reshape": 403},
+    "rp-system-member": {"lists": True, "get": 200, "patch": 200, "rp_list": 403, "reshape": 403},
+    "rp-service": {"lists": False, "get": 404, "patch": 404, "rp_list": 200, "reshape": 204},
+    "rp-admin": {"lists": False, "get": 404, "patch": 404, "rp_list": 200, "reshape": 403},
+    "rp-reader": {"lists": False, "get": 404, "patch": 404, "rp_list": 403, "reshape": 403},
+}
+
+
+def as_identity(stack, name, service_type):
+    """A keystoneauth adapter built from stack.credentials(name), as the reporter builds
+    its own: password auth, the endpoint found in the catalog (no override)."""
+    creds = stack.credentials(name)
+    loader = loading.get_plugin_loader(creds["auth_type"])
+    names = {opt.dest for opt in loader.get_options()}
+    auth = loader.load_from_options(**{k: v for k, v in creds.items() if k in names})
+    return adapter.Adapter(ks_session.Session(auth=auth), service_type=service_type,
+                           interface=creds["valid_interfaces"].split(","),
+                           region_name=creds["region_name"], raise_exc=False)
+
+
+def test_catalog_has_placement_and_baremetal_in_region_one(stack):
+    http = fleet.session({}, stack.admin_auth("baremetal"))
+    catalog = fleet.call(http, "GET", stack.keystone_url + "/v3/auth/catalog", (200,))["catalog"]
+    endpoints = {(entry["type"], ep["interface"], ep["region_id"]): ep["url"]
+                 for entry in catalog for ep in entry["endpoints"]}
+    for service_type, url in (("placement", stack.placement_url),
+                              ("baremetal", stack.ironic_url)):
+        for interface in ("public", "internal"):
+            assert endpoints[(service_type, interface, localstack.REGION)] == url
+
+
+def test_identities_behave_as_measured(stack, ironic, placement):
+    node = ironic.create()
+    rp = placement._call("POST", "/resource_providers", json={"name": f"probe-{node}"})["uuid"]
+    placement._call("PUT", "/resource_classes/CUSTOM_RPR_PROBE")
+    seen = {}
+    for name in localstack.IDENTITIES:
+        bm, pl = as_identity(stack, name, "baremetal"), as_identity(stack, name, "placement")
+        bm_headers = {"X-OpenStack-Ironic-API-Version": "1.95"}
+        listing = bm.get(f"/v1/nodes?shard={ironic.shard}", headers=bm_headers)
+        assert listing.status_code == 200, (name, listing.text)
+        generation = placement._call("GET", f"/resource_providers/{rp}")["generation"]
+        reshape = pl.post("/reshaper", headers={"OpenStack-API-Version": "placement 1.30"},
+                          json={"allocations": {}, "inventories": {rp: {
+                              "resource_provider_generation": generation,
+                              "inventories": {"CUSTOM_RPR_PROBE": {"total": 1}}}}})
+        seen[name] = {
+            "lists": node in {n["uuid"] for n in listing.json()["nodes"]},
+            "get": bm.get(f"/v1/nodes/{node}", headers=bm_headers).status_code,
+            "patch": bm.patch(f"/v1/nodes/{node}", headers=bm_headers, json=[
+                {"op": "replace", "path": "/resource_class", "value": "baremetal-gold"}]
+            ).status_code,
+            "rp_list": pl.get("/resource_providers").status_code,
+            "reshape": reshape.status_code,
+        }
+    assert seen == MEASURED
+
+
+def test_reconcile_as_a_process_gives_each_node_its_provider(ironic, placement, cli):
+    nodes = {
+        "available": ironic.create(),
+        "maintenance": ironic.create(maintenance=True),
+        "active": ironic.create(state="active"),
+        "power_off": ironic.create(power="power off"),
+        "traits": ironic.create(traits=["CUSTOM_GPU"]),
+        "no_class": ironic.create(resource_class=None),
+    }
+    code, out, err = cli("reconcile", "-f", "json")
+    assert code == 0, err
+    (row,) = json.loads(out)
+    assert row["created"] == 5 and row["skipped"] == 1 and row["failed"] == 0, row
+    got = {name: placement.provider(node) for name, node in nodes.items()}
+    assert got["available"]["inventories"] == {GOLD: (1, 0, 1)}
+    assert got["power_off"]["inventories"] == {GOLD: (1, 0, 1)}
+    assert got["maintenance"]["inventories"] == {GOLD: (1, 1, 1)}
+    assert got["active"]["inventories"] == {GOLD: (1, 1, 1)}
+    assert got["traits"]["traits"] == {"CUSTOM_GPU", MANAGED, "CUSTOM_RPR_ADDED_CUSTOM_GPU"}
+    assert all(MANAGED in p["traits"] for p in got.values() if p)
+    assert got["no_class"] is None
+
+
+def test_ironic_credentials_that_see_no_node_delete_no_provider(stack, shard, ironic,
+                                                                 placement, cli, tmp_path):
+    """The data-loss scenario: the reporter's Ironic user is project-scoped (rp-service),
+    so Ironic shows it no node, and every node looks gone.  Nothing may be deleted."""
+    nodes = ironic.create_many(3)
+    code, _, err = cli("reconcile", "-f", "json")
+    assert code == 0, err
+    wrong = tmp_path / "wrong.conf"
+    wrong.write_text(stack.reporter_conf(
+        ironic={**stack.credentials("rp-service"), "shard": shard}))
+    for _ in range(2):
+        cli("reconcile", "-f", "json", config_file=str(wrong))
+    assert all(placement.provider(n) for n in nodes)
