@@ -217,7 +217,7 @@ class Agent:
                     LOG.warning("node %s: skipped: %s", uuid, e)
                     self.metrics.failures.labels("invalid_node").inc()
                     return True
-                result = self.syncer.sync(model.desired(node), provider.USE_CACHE)
+                result = self.syncer.sync(self.reconciler.desired(node), provider.USE_CACHE)
         except errors.ServiceError as e:
             return self._failed(e)
         self.placement_dep.ok()

@@ -58,6 +58,11 @@ RECONCILE_OPTS = [
                help="Seconds between two reconcile passes of the agent; also how long a "
                     "node must stay absent from Ironic's listing (seen by two passes at "
                     "least this far apart) before its provider is deleted."),
+    cfg.BoolOpt("skip_reserve_in_use", default=False,
+                help="A node with an instance that is otherwise usable (available, not "
+                     "in maintenance, power state known) is not reserved: nova's "
+                     "[workarounds] skip_reserve_in_use_ironic_nodes, for Ironic without "
+                     "automated cleaning. Set both alike."),
     cfg.FloatOpt("max_deletion_share", default=0.02, min=0, max=1,
                  help="Largest share of the managed providers in scope one pass may "
                       "delete (always at least one). A pass whose absent nodes exceed it, "

@@ -70,7 +70,8 @@ def reconciler(conf, owns=None):
     return reconcile.Reconciler(ironic_client(conf), syncer, workers=conf.reconcile.workers,
                                 owns=owns, bulk_batch=conf.reconcile.bulk_batch,
                                 state=state(conf), absent_for=conf.reconcile.interval,
-                                max_deletion_share=conf.reconcile.max_deletion_share)
+                                max_deletion_share=conf.reconcile.max_deletion_share,
+                                skip_reserve_in_use=conf.reconcile.skip_reserve_in_use)
 
 
 def ring(conf, members):

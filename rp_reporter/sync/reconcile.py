@@ -80,7 +80,7 @@ class Reconciler:
     """Runs one reconcile pass over the nodes this reporter owns."""
 
     def __init__(self, ironic, syncer, workers=8, owns=None, bulk_batch=0, state=None,
-                 absent_for=600.0, max_deletion_share=0.02):
+                 absent_for=600.0, max_deletion_share=0.02, skip_reserve_in_use=False):
         self.ironic = ironic
         self.syncer = syncer
         self.workers = workers
@@ -92,9 +92,19 @@ class Reconciler:
         # Ring ownership plugs in here; alone, a reporter owns every node.
         self.owns = owns or (lambda uuid: True)
         self._logged_problems = set()
+        # nova's [workarounds] skip_reserve_in_use_ironic_nodes, for the model.
+        self.skip_reserve_in_use = skip_reserve_in_use
         # Managed providers whose nodes exist outside this reporter's scope
         # (another shard or conductor group): not ours to delete, not re-checked.
         self._foreign = set()
+
+    def desired(self, node):
+        """model.desired() with this reporter's options; refused node traits logged once."""
+        desired = model.desired(node, skip_reserve_in_use=self.skip_reserve_in_use)
+        if desired.refusal and (desired.uuid, desired.refusal) not in self._logged_problems:
+            self._logged_problems.add((desired.uuid, desired.refusal))
+            LOG.warning("node %s: %s", desired.uuid, desired.refusal)
+        return desired
 
     def _log_problem_once(self, uuid, reason):
         if (uuid, reason) not in self._logged_problems:
@@ -114,7 +124,7 @@ class Reconciler:
             if self.owns(node.uuid):
                 if keep_views:
                     summary.node_views.append(node)
-                desired.append(model.desired(node))
+                desired.append(self.desired(node))
         return desired
 
     def _sync_one(self, desired, listed_generation, dry_run):
