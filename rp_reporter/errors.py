@@ -76,7 +76,7 @@ def from_keystone(section, exc):
     if isinstance(exc, ksa_exc.Forbidden):
         return ServiceError(section, DENIED, f"Keystone refused the scope asked for ({exc})")
     if isinstance(exc, ksa_exc.ConnectionError | ksa_exc.RetriableConnectionFailure):
-        return ServiceError(section, UNAVAILABLE, f"cannot reach {exc}")
+        return ServiceError(section, UNAVAILABLE, f"unreachable: {exc}")
     if isinstance(exc, ksa_exc.MissingAuthPlugin | ksa_exc.AuthPluginException
                   | ksa_exc.DiscoveryFailure | ksa_exc.MissingRequiredOptions):
         return ServiceError(section, MISCONFIGURED, f"{type(exc).__name__}: {exc}")

@@ -131,26 +131,25 @@ def _transport_row(conf):
         return Row("notifications", WARN, "no [notifications] transport_url: the agent runs "
                                           "the reconcile loop only (no fast path)")
 
-    def call():
-        import kombu
-        import oslo_messaging
+    import kombu
+    import oslo_messaging
 
-        parsed = oslo_messaging.TransportURL.parse(conf, url)
-        failures = []
-        for host in parsed.hosts:
-            connection = kombu.Connection(hostname=host.hostname, port=host.port,
-                                          userid=host.username, password=host.password,
-                                          virtual_host=parsed.virtual_host or "/",
-                                          connect_timeout=5)
-            try:
-                connection.ensure_connection(max_retries=1)
-                return OK, f"{host.hostname}:{host.port} answers"
-            except Exception as e:  # noqa: BLE001 - kombu raises many kinds
-                failures.append(f"{host.hostname}:{host.port}: {e}")
-            finally:
-                connection.release()
-        return FAIL, "[notifications] transport_url: no broker answers: " + "; ".join(failures)
-    return Row("notifications", *call())
+    parsed = oslo_messaging.TransportURL.parse(conf, url)
+    failures = []
+    for host in parsed.hosts:
+        connection = kombu.Connection(hostname=host.hostname, port=host.port,
+                                      userid=host.username, password=host.password,
+                                      virtual_host=parsed.virtual_host or "/",
+                                      connect_timeout=5)
+        try:
+            connection.ensure_connection(max_retries=1)
+            return Row("notifications", OK, f"{host.hostname}:{host.port} answers")
+        except Exception as e:  # noqa: BLE001 - kombu raises many kinds
+            failures.append(f"{host.hostname}:{host.port}: {e}")
+        finally:
+            connection.release()
+    return Row("notifications", FAIL, "[notifications] transport_url: no broker answers: "
+               + "; ".join(failures), errors.UNAVAILABLE)
 
 
 def _coordination_row(conf):
@@ -165,9 +164,9 @@ def _coordination_row(conf):
                                        f"{conf.coordination.group}")
     except concurrent.futures.TimeoutError:
         return Row("coordination", FAIL, f"[coordination] backend_url: no answer within "
-                                         f"{BACKEND_TIMEOUT} s")
+                                         f"{BACKEND_TIMEOUT} s", errors.UNAVAILABLE)
     except Exception as e:  # noqa: BLE001 - tooz drivers raise their own kinds
-        return Row("coordination", FAIL, f"[coordination] backend_url: {e}")
+        return Row("coordination", FAIL, f"[coordination] backend_url: {e}", errors.UNAVAILABLE)
     finally:
         pool.shutdown(wait=False)
 
@@ -181,7 +180,8 @@ def run(conf):
     try:
         rows.append(_transport_row(conf))
     except Exception as e:  # noqa: BLE001 - a bad URL, an unknown driver
-        rows.append(Row("notifications", FAIL, f"[notifications] transport_url: {e}"))
+        rows.append(Row("notifications", FAIL, f"[notifications] transport_url: {e}",
+                        errors.MISCONFIGURED))
     rows.append(_coordination_row(conf))
     return rows
 

@@ -29,6 +29,14 @@ class ReporterApp(app.App):
         self._conf = None
 
     NAME = "rp-reporter"
+    # Client libraries that log their own view of a failure we report in one line.
+    QUIET_LOGGERS = ("keystoneauth", "ironicclient")
+
+    def configure_logging(self):
+        super().configure_logging()
+        if self.options.verbose_level < 2:  # -v or --debug shows them again
+            for name in self.QUIET_LOGGERS:
+                logging.getLogger(name).setLevel(logging.CRITICAL)
 
     def build_option_parser(self, description, version, argparse_kwargs=None):
         argparse_kwargs = dict(argparse_kwargs or {}, prog=self.NAME)

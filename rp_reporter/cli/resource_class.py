@@ -142,7 +142,7 @@ class Audit(app.CommandMixin, lister.Lister):
     spellings that normalize to one class.  Exit 0 when clean, 1 when it found something."""
 
     FINDINGS = ("unclassified", "invalid_class", "invalid_node", "drift", "stale_provider",
-                "spellings")
+                "absent_node", "deletion_refused", "spellings")
 
     def take_action(self, args):
         summary = wiring.reconciler(self.app.conf).run(dry_run=True, progress=Progress())
@@ -157,8 +157,13 @@ class Audit(app.CommandMixin, lister.Lister):
                 rows.append(("error", r.uuid, r.reason))
             elif r.outcome is Outcome.DELETED:
                 rows.append(("stale_provider", r.uuid, r.reason))
+            elif r.outcome is Outcome.KEPT:
+                rows.append(("absent_node", r.uuid, r.reason))
             elif r.ops:
                 rows.append(("drift", r.uuid, describe_ops(r)))
+        if summary.deletion_refused:
+            self.warn(f"deletion refused: {summary.deletion_refused}")
+            rows.append(("deletion_refused", "-", summary.deletion_refused))
         spellings = collections.defaultdict(set)
         for node in summary.node_views:
             rc, _ = model.normalize_resource_class(node.resource_class)

@@ -27,6 +27,18 @@ class Status(app.CommandMixin, lister.Lister):
         parser.add_argument("nodes", nargs="*", metavar="NODE", help="Node uuid or name.")
         return parser
 
+    def _nothing_visible(self, ironic, placement):
+        """No node in scope: say plainly whether that is a fleet or a view problem."""
+        held = len(placement.list_providers())
+        if held:
+            self.warn(f"Ironic shows no nodes in scope while Placement holds {held} managed "
+                      f"providers: the [ironic] credentials, conductor_group, shard or "
+                      f"endpoint are wrong" + (f" ({ironic.listing_gap})"
+                                               if ironic.listing_gap else ""))
+            self.exit_code = app.EXIT_FAILED
+        else:
+            self.warn("Ironic shows no nodes in scope, and Placement holds no managed provider")
+
     def take_action(self, args):
         conf = self.app.conf
         ironic = wiring.ironic_client(conf)
@@ -36,10 +48,14 @@ class Status(app.CommandMixin, lister.Lister):
             for ident in args.nodes:
                 record = ironic.get_node(ident)
                 if record is None:
-                    raise app.UsageError(f"no such node: {ident}")
+                    note = ironic.scope_note()
+                    raise app.UsageError(f"no such node in Ironic: {ident}" + (
+                        f" (or the credentials cannot see it: {note})" if note else ""))
                 records.append(record)
         else:
             records = ironic.list_nodes()
+            if not records:
+                self._nothing_visible(ironic, placement)
         members, _ = membership.live_members(conf)
         ring = wiring.ring(conf, members) if members else None
         rows = []

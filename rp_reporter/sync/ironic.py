@@ -109,6 +109,10 @@ class IronicClient:
             return "project", access.project_id
         return "other", None
 
+    def scope_note(self):
+        """Why this token may not see a node that exists, or None when it sees all."""
+        return self._listing_gap(*self._token_project(), beyond_project=False)
+
     @staticmethod
     def _listing_gap(scope, project, beyond_project):
         """Why a listing made with this token may lack nodes that exist, or None.

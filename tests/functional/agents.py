@@ -4,6 +4,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 
 from tools import fleet
@@ -43,20 +44,27 @@ class AgentProcess:
         self.log_path = tmp_path / f"{name}.log"
         self.proc = None
 
-    def start(self):
+    def start(self, wait_healthy=True):
         self.log = open(self.log_path, "a")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "rp_reporter.agent", "--config-file", str(self.conf)],
             stdout=self.log, stderr=subprocess.STDOUT)
-        wait_for(self.healthy, 30, "agent health endpoint")
+        wait_for(self.healthy if wait_healthy else lambda: self.health()[0], 30,
+                 "agent health endpoint")
         return self
 
-    def healthy(self):
+    def health(self):
+        """(status, body) of /healthz, or (None, "") while it does not answer."""
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=1) as r:
-                return r.status == 200
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
         except OSError:
-            return False
+            return None, ""
+
+    def healthy(self):
+        return self.health()[0] == 200
 
     def metric(self, name, labels=""):
         return fleet.metrics(self.port).get(name + labels, 0.0)
@@ -74,8 +82,9 @@ class AgentProcess:
 def agents_fixture(stack, shard, tmp_path):
     started = []
 
-    def start(name="agent", scope=None, **sections):
-        agent = AgentProcess(stack, scope or shard, tmp_path, name, **sections).start()
+    def start(name="agent", scope=None, wait_healthy=True, **sections):
+        agent = AgentProcess(stack, scope or shard, tmp_path, name, **sections).start(
+            wait_healthy)
         started.append(agent)
         return agent
     yield start

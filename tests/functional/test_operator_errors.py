@@ -1,0 +1,103 @@
+"""What an operator sees when something is wrong: the preflight, the deletion guard
+across runs of the one-shot CLI, and errors that name their section.  Real services;
+the Keystone-specific cases (wrong password, scoped users) are in tests/functional_keystone."""
+
+import json
+import time
+
+import pytest
+
+from tests.functional.agents import wait_for
+from tools import localstack
+
+pytestmark = pytest.mark.functional
+
+
+def write_conf(stack, tmp_path, shard, **sections):
+    sections.setdefault("ironic", {})["shard"] = shard
+    path = tmp_path / "custom.conf"
+    path.write_text(stack.reporter_conf(**sections))
+    return str(path)
+
+
+def run_json(cli, *args, **kwargs):
+    code, out, err = cli(*args, "-f", "json", **kwargs)
+    return code, (json.loads(out) if out.strip() else None), err
+
+
+def test_check_passes_where_the_reporter_can_do_its_whole_job(cli, ironic):
+    ironic.create()
+    code, rows, err = run_json(cli, "check")
+    results = {r["check"]: r["result"] for r in rows}
+    assert code == 0, err
+    assert set(results) == {"ironic endpoint", "placement endpoint", "placement microversion",
+                            "placement writes", "placement reshaper", "placement listing",
+                            "ironic listing", "nodes against providers", "notifications",
+                            "coordination"}
+    assert set(results.values()) == {"ok"}, rows
+
+
+def test_check_fails_and_names_what_is_unreachable(stack, tmp_path, shard, cli):
+    closed = localstack.free_port()
+    conf = write_conf(stack, tmp_path, shard,
+                      notifications={"transport_url": f"rabbit://guest:guest@127.0.0.1:{closed}/"},
+                      ironic={"endpoint_override": f"http://127.0.0.1:{closed}"})
+    code, rows, _ = run_json(cli, "check", config_file=conf)
+    failed = {r["check"]: r["detail"] for r in rows if r["result"] == "FAIL"}
+    assert code == 1  # unreachable only: an outage, not configuration
+    assert "ironic listing" in failed and failed["ironic listing"].startswith("[ironic]")
+    assert failed["notifications"].startswith("[notifications] transport_url")
+    assert "placement writes" not in failed
+
+
+def test_one_shot_reconcile_deletes_only_on_a_second_run_an_interval_later(
+        stack, tmp_path, shard, cli, ironic, placement):
+    conf = write_conf(stack, tmp_path, shard, DEFAULT={"state_path": str(tmp_path / "state")},
+                      reconcile={"interval": 1})
+    keep, gone = ironic.create_many(2)
+    assert cli("reconcile", config_file=conf)[0] == 0
+    ironic.delete(gone)
+    code, rows, _ = run_json(cli, "reconcile", "--dry-run", config_file=conf)
+    assert code == 0 and [r["operation"] for r in rows if r["node"] == gone] == ["kept"]
+    code, (summary,), _ = run_json(cli, "reconcile", config_file=conf)
+    assert code == 0 and (summary["kept"], summary["deleted"]) == (1, 0)
+    assert placement.provider(gone) is not None
+    time.sleep(1)
+    code, (summary,), _ = run_json(cli, "reconcile", config_file=conf)
+    assert code == 0 and (summary["kept"], summary["deleted"]) == (0, 1)
+    assert placement.provider(gone) is None and placement.provider(keep) is not None
+
+
+def test_without_a_state_path_the_one_shot_run_never_deletes(stack, tmp_path, shard, cli,
+                                                              ironic, placement):
+    conf = write_conf(stack, tmp_path, shard, reconcile={"interval": 1})
+    node = ironic.create()
+    assert cli("reconcile", config_file=conf)[0] == 0
+    ironic.delete(node)
+    for _ in range(2):
+        code, (summary,), _ = run_json(cli, "reconcile", config_file=conf)
+        assert code == 0 and summary["deleted"] == 0
+        time.sleep(1)
+    assert placement.provider(node) is not None
+
+
+def test_keystone_unreachable_is_one_line_naming_the_section(stack, tmp_path, shard, cli):
+    closed = localstack.free_port()
+    conf = write_conf(stack, tmp_path, shard, placement={
+        "auth_type": "password", "auth_url": f"http://127.0.0.1:{closed}/v3",
+        "username": "rp", "password": "x", "user_domain_name": "Default",
+        "project_name": "service", "project_domain_name": "Default", "endpoint": "",
+        "token": "", "request_attempts": 1})
+    code, out, err = cli("reconcile", config_file=conf)
+    (line,) = err.strip().splitlines()
+    assert code == 1 and line.startswith("rp-reporter: error: [placement]"), err
+    assert f"127.0.0.1:{closed}" in line
+
+
+def test_the_agent_starts_and_says_why_while_a_service_is_unreachable(agents):
+    closed = localstack.free_port()
+    agent = agents(name="blind", wait_healthy=False,
+                   ironic={"endpoint_override": f"http://127.0.0.1:{closed}"})
+    wait_for(lambda: "[ironic]" in agent.health()[1], 15, "/healthz naming [ironic]")
+    assert agent.health()[0] == 503 and agent.proc.poll() is None
+    assert "Ironic unavailable, retrying until it returns: [ironic]" in agent.output()
