@@ -4,6 +4,7 @@
 writes ``etc/rp_reporter/rp_reporter.conf.sample``.
 """
 
+import copy
 import socket
 
 from keystoneauth1 import loading as ks_loading
@@ -161,10 +162,16 @@ def _ksa_opts(service_type):
     unique = {}
     for opt in opts:
         unique.setdefault(opt.dest, opt)
+    # The sample shows the defaults register_opts() sets (copies: keystoneauth1
+    # hands out its own option objects).
+    defaults = {"service_type": service_type, "valid_interfaces": ["internal", "public"]}
+    opts = []
     for opt in unique.values():
-        if opt.dest == "service_type":
-            opt.default = service_type
-    return list(unique.values())
+        if opt.dest in defaults:
+            opt = copy.copy(opt)
+            opt.default = defaults[opt.dest]
+        opts.append(opt)
+    return opts
 
 
 def list_opts():
