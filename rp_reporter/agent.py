@@ -117,16 +117,17 @@ class Agent:
         self.metrics.notifications.labels("invalid").inc()
 
     def resync(self):
-        """One periodic reconcile: bulk observation, enqueue what differs."""
+        """One periodic reconcile: bulk observation, enqueue what differs.  Returns
+        False when the pass could not run (the next one then comes sooner)."""
         started = time.monotonic()
         try:
             drift = self.reconciler.drift()
         except errors.ServiceError as e:
             self.deps[e.section].failed(e)
-            return
+            return False
         except Exception:  # a bug: this pass is lost, the agent is not
             LOG.exception("reconcile pass failed")
-            return
+            return False
         self.ironic_dep.ok()
         self.placement_dep.ok()
         self.apply_verdict(drift.verdict)
@@ -143,6 +144,7 @@ class Agent:
         # Only now: a pass is done when its bulk creation is (watchers wait on this).
         self.metrics.reconcile_seconds.set(time.monotonic() - started)
         self.metrics.reconcile_drift.set(found)
+        return True
 
     def apply_verdict(self, verdict):
         """Delete the providers whose nodes are proven gone, or say why none is."""
@@ -327,10 +329,15 @@ class Agent:
         threading.Thread(target=self.log_preflight, name="preflight", daemon=True).start()
         while not self.stopping.is_set():
             self.wake.clear()
+            done = True
             if not self.membership.fenced:
                 with self.metrics.reconciling.track_inprogress():
-                    self.resync()
-            self.wake.wait(self.next_wait())
+                    done = self.resync()
+            # A pass that could not run (an outage, a refused permission, Keystone or
+            # the catalog misconfigured) is tried again within [agent] retry_max, so
+            # the agent recovers by itself soon after the cause is fixed.
+            self.wake.wait(self.next_wait() if done else
+                           min(self.next_wait(), self.conf.agent.retry_max))
         if self.listener:
             self.listener.stop()
         self.queue.stop(timeout=6)
