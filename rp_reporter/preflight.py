@@ -10,6 +10,8 @@ import concurrent.futures
 import dataclasses
 import uuid as uuidlib
 
+from keystoneauth1 import exceptions as ksa_exc
+
 from rp_reporter import errors
 from rp_reporter import membership
 from rp_reporter import wiring
@@ -36,17 +38,21 @@ def _row(check, call):
 
 
 def _endpoint(section, adapter):
-    def call():
-        url = adapter.get_endpoint()
-        how = ("endpoint_override" if adapter.endpoint_override else
-               f"catalog: {adapter.service_type}, interfaces {adapter.interface}, "
-               f"region {adapter.region_name or '(any)'}")
-        return OK, f"{url} ({how})"
+    """Where the section's endpoint is, and how it was found (override or catalog)."""
+    check = f"{section} endpoint"
     try:
-        return _row(f"{section} endpoint", call)
-    except Exception as e:  # keystoneauth's own exceptions, before any request
+        url = adapter.get_endpoint()
+        if url is None:  # keystoneauth's way of saying the catalog lacks it
+            raise ksa_exc.EndpointNotFound(f"{adapter.interface} endpoint for "
+                                           f"{adapter.service_type} service in "
+                                           f"{adapter.region_name or 'any'} region not found")
+    except ksa_exc.ClientException as e:
         error = errors.from_keystone(section, e)
-        return Row(f"{section} endpoint", FAIL, str(error), error.kind)
+        return Row(check, FAIL, str(error), error.kind)
+    how = ("endpoint_override" if adapter.endpoint_override else
+           f"catalog: {adapter.service_type}, interfaces {adapter.interface}, "
+           f"region {adapter.region_name or '(any)'}")
+    return Row(check, OK, f"{url} ({how})")
 
 
 def _placement_rows(placement):

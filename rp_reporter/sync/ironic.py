@@ -87,8 +87,13 @@ class IronicClient:
         with self._build_lock:
             if self._built is None:
                 adapter = self._adapter
+                endpoint = adapter.get_endpoint()
+                if endpoint is None:  # keystoneauth says so with None, not an exception
+                    raise ksa_exc.EndpointNotFound(
+                        f"{adapter.interface} endpoint for {adapter.service_type} service "
+                        f"in {adapter.region_name or 'any'} region not found")
                 self._built = ironic_client.Client(
-                    "1", endpoint_override=adapter.get_endpoint(), session=adapter.session,
+                    "1", endpoint_override=endpoint, session=adapter.session,
                     os_ironic_api_version="latest", interface=adapter.interface)
             return self._built
 
@@ -127,7 +132,7 @@ class IronicClient:
         if scope == "project":
             return (f"the [ironic] credentials are scoped to project {project}, and Ironic "
                     f"showed no node outside it: a project-scoped user sees only the nodes "
-                    f"its project owns or leases ({errors.GRANTS['ironic']})")
+                    f"its project owns or leases; {errors.GRANTS['ironic']}")
         return "the [ironic] token is neither system- nor project-scoped"
 
     def _scope(self):

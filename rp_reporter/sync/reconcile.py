@@ -249,9 +249,7 @@ class Reconciler:
         desired, listed, verdict = self._observe(summary, allow_mass=allow_mass_deletion,
                                                  dry_run=dry_run)
         summary.nodes = len(desired)
-        summary.deletion_refused = verdict.refused
-        if verdict.refused:
-            LOG.error("deletion refused: %s", verdict.refused)
+        summary.deletion_refused = verdict.refused  # the caller says it (CLI line, agent log)
         quiet, new, rest = self._partition(desired, listed, dry_run)
         done, total = 0, len(desired) + len(verdict.waiting)
 

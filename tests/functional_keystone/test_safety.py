@@ -1,0 +1,169 @@
+"""Behind real Keystone: credentials that cannot see the nodes delete nothing, every
+misconfiguration is one line naming its section, and the agent survives them.
+
+The identities are the stack's (tools/localstack.py IDENTITIES); the measured grants
+they stand for are in the README ("Behind Keystone").
+"""
+
+import json
+import time
+import uuid
+
+import pytest
+
+from tests.functional.agents import wait_for
+# The deletion rules, run here again behind Keystone with the right credentials
+# (a system-scoped reader for Ironic, the service role for Placement).
+from tests.functional.test_reconcile import test_a_mass_disappearance_is_refused_unless_allowed  # noqa: F401,E501
+from tests.functional.test_reconcile import test_node_deleted_in_ironic_loses_its_provider_after_two_passes  # noqa: F401,E501
+from tools import fleet
+from tools import localstack
+
+pytestmark = pytest.mark.functional
+
+
+def write_conf(stack, tmp_path, shard, name="custom", **sections):
+    sections.setdefault("ironic", {})["shard"] = shard
+    path = tmp_path / f"{name}.conf"
+    path.write_text(stack.reporter_conf(**sections))
+    return str(path)
+
+
+def blind_ironic(stack):
+    """Ironic as the service project's service user sees it: none of the nodes."""
+    return stack.credentials("rp-service")
+
+
+def run_json(cli, *args, **kwargs):
+    code, out, err = cli(*args, "-f", "json", **kwargs)
+    return code, (json.loads(out) if out.strip() else None), err
+
+
+def one_line(err):
+    lines = [line for line in err.strip().splitlines() if line.startswith("rp-reporter:")]
+    assert len(lines) == 1 and len(err.strip().splitlines()) == 1, err
+    return lines[0]
+
+
+def test_credentials_that_cannot_see_the_nodes_delete_nothing_and_say_why(
+        stack, tmp_path, shard, cli, ironic, placement):
+    nodes = ironic.create_many(3)
+    assert cli("reconcile")[0] == 0  # the right credentials
+    assert all(placement.provider(n) for n in nodes)
+    blind = write_conf(stack, tmp_path, shard, ironic=blind_ironic(stack),
+                       DEFAULT={"state_path": str(tmp_path / "state")},
+                       reconcile={"interval": 1})
+    for args in (("reconcile", "--dry-run"), ("reconcile",), ("reconcile",)):
+        code, _, err = cli(*args, config_file=blind)
+        assert code == 1, err
+        line = one_line(err)
+        assert line.startswith("rp-reporter: deletion refused:")
+        assert "scoped to project" in line and "system_scope = all" in line
+        time.sleep(1)  # an interval: had the guard trusted the listing, it would delete now
+    assert all(placement.provider(n) for n in nodes)
+    code, rows, _ = run_json(cli, "check", config_file=blind)
+    failed = {r["check"]: r["detail"] for r in rows if r["result"] == "FAIL"}
+    assert code == 2 and "system_scope = all" in failed["ironic listing"]
+    assert "placement writes" not in failed
+
+
+def test_the_agent_with_blind_credentials_keeps_every_provider_and_is_unhealthy(
+        stack, shard, agents, ironic, placement):
+    nodes = ironic.create_many(3)
+    seeing = agents(name="seeing", reconcile={"interval": 2, "jitter": 0})
+    wait_for(lambda: all(placement.provider(n) for n in nodes), 30, "providers created")
+    seeing.stop()
+    blind = agents(name="blind", wait_healthy=False, ironic=blind_ironic(stack),
+                   reconcile={"interval": 2, "jitter": 0})
+    wait_for(lambda: "deletion refused" in blind.health()[1], 30, "/healthz says why")
+    time.sleep(5)  # two more passes
+    assert blind.health()[0] == 503
+    assert all(placement.provider(n) for n in nodes)
+    assert blind.metric("rp_reporter_deletions_refused_total",
+                        '{reason="unproven_listing"}') >= 2
+
+
+def test_status_and_audit_say_plainly_when_ironic_shows_nothing(
+        stack, tmp_path, shard, cli, ironic):
+    node = ironic.create()
+    assert cli("reconcile")[0] == 0
+    blind = write_conf(stack, tmp_path, shard, ironic=blind_ironic(stack))
+    code, _, err = cli("status", config_file=blind)
+    assert code == 1 and "Ironic shows no nodes in scope while Placement holds" in err
+    code, _, err = cli("status", node, config_file=blind)
+    assert code == 2 and f"no such node in Ironic: {node}" in err and "scoped to project" in err
+    code, out, err = cli("resource-class", "audit", config_file=blind)
+    assert code == 1 and "deletion refused" in err
+
+
+def test_a_placement_user_without_the_service_role_is_told_what_to_grant(
+        stack, tmp_path, shard, cli, ironic):
+    ironic.create()
+    conf = write_conf(stack, tmp_path, shard, placement=stack.credentials("rp-reader"))
+    code, _, err = cli("reconcile", config_file=conf)
+    line = one_line(err)
+    assert code == 2 and line.startswith("rp-reporter: error: [placement]")
+    assert "403" in line and "service role" in line
+
+
+def test_admin_without_service_role_loses_only_the_bulk_path_and_counts_right(
+        stack, tmp_path, shard, cli, ironic, placement):
+    nodes = ironic.create_many(4)
+    conf = write_conf(stack, tmp_path, shard, placement=stack.credentials("rp-admin"))
+    code, (summary,), err = run_json(cli, "reconcile", config_file=conf)
+    assert code == 0, err
+    assert (summary["created"], summary["updated"]) == (4, 0)
+    assert all(placement.provider(n) for n in nodes)
+    code, rows, _ = run_json(cli, "check", config_file=conf)
+    results = {r["check"]: r["result"] for r in rows}
+    assert code == 0 and results["placement reshaper"] == "warn"
+
+
+@pytest.mark.parametrize("section,override,expected", [
+    ("ironic", {"password": "wrong"}, "[ironic] Keystone refused the credentials"),
+    ("placement", {"region_name": "RegionTwo"}, "[placement] no placement endpoint in the "
+                                                "service catalog"),
+    ("ironic", {"region_name": "RegionTwo"}, "[ironic] no baremetal endpoint in the service "
+                                             "catalog"),
+])
+def test_keystone_misconfiguration_is_one_line_and_exit_2(
+        stack, tmp_path, shard, cli, section, override, expected):
+    creds = stack.credentials("rp-system-reader" if section == "ironic" else "rp-service")
+    conf = write_conf(stack, tmp_path, shard, **{section: {**creds, **override}})
+    code, _, err = cli("reconcile", config_file=conf)
+    assert code == 2 and expected in one_line(err)
+
+
+def keystone_admin(stack):
+    return fleet.session({}, auth=fleet.KeystoneToken(
+        stack.keystone_url + "/v3", "admin", localstack.ADMIN_PASSWORD,
+        {"system": {"all": True}}))
+
+
+def create_service_user(stack, name, password):
+    """What an operator does to fix the agent's [placement] user: create it, grant it."""
+    http, api = keystone_admin(stack), stack.keystone_url + "/v3"
+    user = fleet.call(http, "POST", api + "/users", (201,), json={"user": {
+        "name": name, "password": password, "domain_id": "default"}})["user"]["id"]
+    (project,) = fleet.call(http, "GET", api + "/projects?name=service", (200,))["projects"]
+    (role,) = fleet.call(http, "GET", api + "/roles?name=service", (200,))["roles"]
+    fleet.call(http, "PUT", f"{api}/projects/{project['id']}/users/{user}/roles/{role['id']}",
+               (204,))
+
+
+def test_the_agent_survives_refused_credentials_and_recovers_once_fixed(
+        stack, agents, ironic, placement):
+    name = f"rp-late-{uuid.uuid4().hex[:8]}"
+    creds = {**stack.credentials("rp-service"), "username": name, "password": "late-secret"}
+    agent = agents(name="late", wait_healthy=False, placement=creds,
+                   agent={"retry_max": 2})
+    wait_for(lambda: "[placement] Keystone refused the credentials" in agent.health()[1], 30,
+             "/healthz naming [placement] and the cause")
+    assert agent.health()[0] == 503 and agent.proc.poll() is None
+    node = ironic.create()
+    create_service_user(stack, name, "late-secret")
+    wait_for(agent.healthy, 30, "recovered")
+    wait_for(lambda: placement.provider(node), 30, "the node's provider")
+    log = agent.output()
+    assert "Placement cannot be used as configured: fix the configuration" in log
+    assert "Traceback" not in log
