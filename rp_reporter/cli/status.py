@@ -66,7 +66,7 @@ class Status(app.CommandMixin, lister.Lister):
                 rows.append((str(record.get("uuid")), "", "", "", "", "", f"invalid: {e}",
                              "", "", "", "", ""))
                 continue
-            desired = model.desired(node)
+            desired = model.desired(node, skip_reserve_in_use=conf.reconcile.skip_reserve_in_use)
             observed = placement.observe(node.uuid)
             if planner.needs_usages(desired, observed):
                 observed = observed.with_usages(placement.usages(node.uuid))
