@@ -52,11 +52,3 @@ def movement(before, after, node_uuids):
     node_uuids = list(node_uuids)
     return sum(before.owner(n) != after.owner(n) for n in node_uuids) / len(node_uuids)
 
-
-def nova_manages(node_uuid, instance_uuid, host, my_instances, ring):
-    """The spec's three rules for a nova-compute service (shared/reference):
-    every node with an instance this service manages; every node the ring maps
-    to it; no node with an instance another service manages."""
-    if instance_uuid is not None:
-        return instance_uuid in my_instances
-    return ring.owner(node_uuid) == host

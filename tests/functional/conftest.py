@@ -2,6 +2,7 @@
 a service that cannot start is an error, not a skip)."""
 
 import itertools
+import json
 import subprocess
 import sys
 
@@ -74,6 +75,24 @@ def reconciler(reporter_conf):
 def agents(stack, shard, tmp_path):
     """Start rp-reporter-agent processes in this test's shard; all killed afterwards."""
     yield from agent_helpers.agents_fixture(stack, shard, tmp_path)
+
+
+@pytest.fixture
+def write_conf(stack, shard, tmp_path):
+    """Write a config file for this test's shard, ``sections`` over the stack's defaults;
+    returns its path (for ``cli(..., config_file=path)``)."""
+    def write(name="custom", **sections):
+        sections.setdefault("ironic", {})["shard"] = shard
+        path = tmp_path / f"{name}.conf"
+        path.write_text(stack.reporter_conf(**sections))
+        return str(path)
+    return write
+
+
+def run_json(cli, *args, **kwargs):
+    """``cli(ARGS -f json)``: (exit status, parsed rows or None, stderr)."""
+    code, out, err = cli(*args, "-f", "json", **kwargs)
+    return code, (json.loads(out) if out.strip() else None), err
 
 
 @pytest.fixture

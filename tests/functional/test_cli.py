@@ -1,18 +1,12 @@
 """Operator commands against real Ironic and Placement: set, unset, audit, status."""
 
-import json
-
 import pytest
 
+from tests.functional.conftest import run_json
 from tools import bench
 
 GOLD = "CUSTOM_BAREMETAL_GOLD"
 pytestmark = pytest.mark.functional
-
-
-def run_json(cli, *args):
-    code, out, err = cli(*args, "-f", "json")
-    return code, (json.loads(out) if out.strip() else None), err
 
 
 def test_set_by_filter_on_100_nodes_in_one_call(ironic, cli):

@@ -2,27 +2,15 @@
 across runs of the one-shot CLI, and errors that name their section.  Real services;
 the Keystone-specific cases (wrong password, scoped users) are in tests/functional_keystone."""
 
-import json
 import time
 
 import pytest
 
 from tests.functional.agents import wait_for
+from tests.functional.conftest import run_json
 from tools import localstack
 
 pytestmark = pytest.mark.functional
-
-
-def write_conf(stack, tmp_path, shard, **sections):
-    sections.setdefault("ironic", {})["shard"] = shard
-    path = tmp_path / "custom.conf"
-    path.write_text(stack.reporter_conf(**sections))
-    return str(path)
-
-
-def run_json(cli, *args, **kwargs):
-    code, out, err = cli(*args, "-f", "json", **kwargs)
-    return code, (json.loads(out) if out.strip() else None), err
 
 
 def test_check_passes_where_the_reporter_can_do_its_whole_job(cli, ironic):
@@ -37,10 +25,9 @@ def test_check_passes_where_the_reporter_can_do_its_whole_job(cli, ironic):
     assert set(results.values()) == {"ok"}, rows
 
 
-def test_check_fails_and_names_what_is_unreachable(stack, tmp_path, shard, cli):
+def test_check_fails_and_names_what_is_unreachable(write_conf, cli):
     closed = localstack.free_port()
-    conf = write_conf(stack, tmp_path, shard,
-                      notifications={"transport_url": f"rabbit://guest:guest@127.0.0.1:{closed}/"},
+    conf = write_conf(notifications={"transport_url": f"rabbit://guest:guest@127.0.0.1:{closed}/"},
                       ironic={"endpoint_override": f"http://127.0.0.1:{closed}"})
     code, rows, _ = run_json(cli, "check", config_file=conf)
     failed = {r["check"]: r["detail"] for r in rows if r["result"] == "FAIL"}
@@ -51,8 +38,8 @@ def test_check_fails_and_names_what_is_unreachable(stack, tmp_path, shard, cli):
 
 
 def test_one_shot_reconcile_deletes_only_on_a_second_run_an_interval_later(
-        stack, tmp_path, shard, cli, ironic, placement):
-    conf = write_conf(stack, tmp_path, shard, DEFAULT={"state_path": str(tmp_path / "state")},
+        write_conf, tmp_path, cli, ironic, placement):
+    conf = write_conf(DEFAULT={"state_path": str(tmp_path / "state")},
                       reconcile={"interval": 1})
     keep, gone = ironic.create_many(2)
     assert cli("reconcile", config_file=conf)[0] == 0
@@ -68,9 +55,9 @@ def test_one_shot_reconcile_deletes_only_on_a_second_run_an_interval_later(
     assert placement.provider(gone) is None and placement.provider(keep) is not None
 
 
-def test_without_a_state_path_the_one_shot_run_never_deletes(stack, tmp_path, shard, cli,
-                                                              ironic, placement):
-    conf = write_conf(stack, tmp_path, shard, reconcile={"interval": 1})
+def test_without_a_state_path_the_one_shot_run_never_deletes(write_conf, cli, ironic,
+                                                              placement):
+    conf = write_conf(reconcile={"interval": 1})
     node = ironic.create()
     assert cli("reconcile", config_file=conf)[0] == 0
     ironic.delete(node)
@@ -81,9 +68,9 @@ def test_without_a_state_path_the_one_shot_run_never_deletes(stack, tmp_path, sh
     assert placement.provider(node) is not None
 
 
-def test_keystone_unreachable_is_one_line_naming_the_section(stack, tmp_path, shard, cli):
+def test_keystone_unreachable_is_one_line_naming_the_section(write_conf, cli):
     closed = localstack.free_port()
-    conf = write_conf(stack, tmp_path, shard, placement={
+    conf = write_conf(placement={
         "auth_type": "password", "auth_url": f"http://127.0.0.1:{closed}/v3",
         "username": "rp", "password": "x", "user_domain_name": "Default",
         "project_name": "service", "project_domain_name": "Default", "endpoint": "",

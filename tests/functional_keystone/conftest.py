@@ -13,6 +13,7 @@ from tests.functional.conftest import reconciler  # noqa: F401
 from tests.functional.conftest import reporter_conf  # noqa: F401
 from tests.functional.conftest import running_stack
 from tests.functional.conftest import shard  # noqa: F401
+from tests.functional.conftest import write_conf  # noqa: F401
 from tools import localstack
 
 

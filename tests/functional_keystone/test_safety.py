@@ -2,41 +2,32 @@
 misconfiguration is one line naming its section, and the agent survives them.
 
 The identities are the stack's (tools/localstack.py IDENTITIES); the measured grants
-they stand for are in the README ("Behind Keystone").
+they stand for are in the README ("Behind Keystone").  The deletion rules of
+tests/functional run here again with the right credentials (a system-scoped reader
+for Ironic, the service role for Placement).
 """
 
-import json
 import time
 import uuid
 
 import pytest
 
+from tests.functional import test_reconcile as deletion_rules
 from tests.functional.agents import wait_for
-# The deletion rules, run here again behind Keystone with the right credentials
-# (a system-scoped reader for Ironic, the service role for Placement).
-from tests.functional.test_reconcile import test_a_mass_disappearance_is_refused_unless_allowed  # noqa: F401,E501
-from tests.functional.test_reconcile import test_node_deleted_in_ironic_loses_its_provider_after_two_passes  # noqa: F401,E501
+from tests.functional.conftest import run_json
 from tools import fleet
 from tools import localstack
 
 pytestmark = pytest.mark.functional
 
-
-def write_conf(stack, tmp_path, shard, name="custom", **sections):
-    sections.setdefault("ironic", {})["shard"] = shard
-    path = tmp_path / f"{name}.conf"
-    path.write_text(stack.reporter_conf(**sections))
-    return str(path)
+test_decommissioned_node = \
+    deletion_rules.test_node_deleted_in_ironic_loses_its_provider_after_two_passes
+test_mass_disappearance = deletion_rules.test_a_mass_disappearance_is_refused_unless_allowed
 
 
 def blind_ironic(stack):
     """Ironic as the service project's service user sees it: none of the nodes."""
     return stack.credentials("rp-service")
-
-
-def run_json(cli, *args, **kwargs):
-    code, out, err = cli(*args, "-f", "json", **kwargs)
-    return code, (json.loads(out) if out.strip() else None), err
 
 
 def one_line(err):
@@ -46,11 +37,11 @@ def one_line(err):
 
 
 def test_credentials_that_cannot_see_the_nodes_delete_nothing_and_say_why(
-        stack, tmp_path, shard, cli, ironic, placement):
+        stack, write_conf, tmp_path, cli, ironic, placement):
     nodes = ironic.create_many(3)
     assert cli("reconcile")[0] == 0  # the right credentials
     assert all(placement.provider(n) for n in nodes)
-    blind = write_conf(stack, tmp_path, shard, ironic=blind_ironic(stack),
+    blind = write_conf(ironic=blind_ironic(stack),
                        DEFAULT={"state_path": str(tmp_path / "state")},
                        reconcile={"interval": 1})
     for args in (("reconcile", "--dry-run"), ("reconcile",), ("reconcile",)):
@@ -68,7 +59,7 @@ def test_credentials_that_cannot_see_the_nodes_delete_nothing_and_say_why(
 
 
 def test_the_agent_with_blind_credentials_keeps_every_provider_and_is_unhealthy(
-        stack, shard, agents, ironic, placement):
+        stack, agents, ironic, placement):
     nodes = ironic.create_many(3)
     seeing = agents(name="seeing", reconcile={"interval": 2, "jitter": 0})
     wait_for(lambda: all(placement.provider(n) for n in nodes), 30, "providers created")
@@ -83,11 +74,11 @@ def test_the_agent_with_blind_credentials_keeps_every_provider_and_is_unhealthy(
                         '{reason="unproven_listing"}') >= 2
 
 
-def test_status_and_audit_say_plainly_when_ironic_shows_nothing(
-        stack, tmp_path, shard, cli, ironic):
+def test_status_and_audit_say_plainly_when_ironic_shows_nothing(stack, write_conf, cli,
+                                                                ironic):
     node = ironic.create()
     assert cli("reconcile")[0] == 0
-    blind = write_conf(stack, tmp_path, shard, ironic=blind_ironic(stack))
+    blind = write_conf(ironic=blind_ironic(stack))
     code, _, err = cli("status", config_file=blind)
     assert code == 1 and "Ironic shows no nodes in scope while Placement holds" in err
     code, _, err = cli("status", node, config_file=blind)
@@ -97,9 +88,9 @@ def test_status_and_audit_say_plainly_when_ironic_shows_nothing(
 
 
 def test_a_placement_user_without_the_service_role_is_told_what_to_grant(
-        stack, tmp_path, shard, cli, ironic):
+        stack, write_conf, cli, ironic):
     ironic.create()
-    conf = write_conf(stack, tmp_path, shard, placement=stack.credentials("rp-reader"))
+    conf = write_conf(placement=stack.credentials("rp-reader"))
     code, _, err = cli("reconcile", config_file=conf)
     line = one_line(err)
     assert code == 2 and line.startswith("rp-reporter: error: [placement]")
@@ -107,9 +98,9 @@ def test_a_placement_user_without_the_service_role_is_told_what_to_grant(
 
 
 def test_admin_without_service_role_loses_only_the_bulk_path_and_counts_right(
-        stack, tmp_path, shard, cli, ironic, placement):
+        stack, write_conf, cli, ironic, placement):
     nodes = ironic.create_many(4)
-    conf = write_conf(stack, tmp_path, shard, placement=stack.credentials("rp-admin"))
+    conf = write_conf(placement=stack.credentials("rp-admin"))
     code, (summary,), err = run_json(cli, "reconcile", config_file=conf)
     assert code == 0, err
     assert (summary["created"], summary["updated"]) == (4, 0)
@@ -127,9 +118,9 @@ def test_admin_without_service_role_loses_only_the_bulk_path_and_counts_right(
                                              "catalog"),
 ])
 def test_keystone_misconfiguration_is_one_line_and_exit_2(
-        stack, tmp_path, shard, cli, section, override, expected):
+        stack, write_conf, cli, section, override, expected):
     creds = stack.credentials("rp-system-reader" if section == "ironic" else "rp-service")
-    conf = write_conf(stack, tmp_path, shard, **{section: {**creds, **override}})
+    conf = write_conf(**{section: {**creds, **override}})
     code, _, err = cli("reconcile", config_file=conf)
     assert code == 2 and expected in one_line(err)
 

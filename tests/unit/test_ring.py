@@ -74,17 +74,3 @@ def test_passwords_never_reach_a_log_line():
     assert "s3cret" not in membership._safe("redis://:s3cret@h:6379?timeout=10")
     assert "s3cret" not in membership._safe("redis://user:s3cret@h:6379")
 
-
-def test_nova_rules_instances_pin_nodes_to_their_compute_service():
-    r = ring.Ring(AGENTS[:3])
-    node = NODES[0]
-    owner = r.owner(node)
-    other = next(a for a in AGENTS[:3] if a != owner)
-    instance = "7f8c5a30-5f5c-4a37-a1b3-0a8d0f1b2c3d"
-    # No instance: the ring decides.
-    assert ring.nova_manages(node, None, owner, set(), r)
-    assert not ring.nova_manages(node, None, other, set(), r)
-    # An instance this service manages: ours, whatever the ring says.
-    assert ring.nova_manages(node, instance, other, {instance}, r)
-    # An instance another service manages: never ours, even if the ring says so.
-    assert not ring.nova_manages(node, instance, owner, set(), r)
