@@ -1,0 +1,27 @@
+"""Tokens expire (the stack issues them for localstack.TOKEN_EXPIRATION seconds): an
+agent started with one keeps working after it has expired."""
+
+import time
+
+import pytest
+
+from tests.functional.agents import inventory
+from tests.functional.agents import traits
+from tests.functional.agents import wait_for
+from tools import localstack
+
+pytestmark = pytest.mark.functional
+
+
+def test_agent_keeps_syncing_after_its_first_token_expired(ironic, placement, agents):
+    nodes = ironic.create_many(3)
+    started = time.monotonic()
+    agent = agents("agent")
+    wait_for(lambda: all(inventory(placement, n) for n in nodes), 60, "providers created")
+    # Past the lifetime of every token the agent obtained at start.
+    time.sleep(max(0.0, localstack.TOKEN_EXPIRATION + 5 - (time.monotonic() - started)))
+    ironic.set_traits(nodes[0], ["CUSTOM_AFTER_EXPIRY"])
+    wait_for(lambda: "CUSTOM_AFTER_EXPIRY" in traits(placement, nodes[0]), 15,
+             "a change made after the agent's first tokens expired")
+    assert agent.healthy()
+    assert "HTTP 401" not in agent.output() and "Unauthorized" not in agent.output()
