@@ -141,6 +141,7 @@ class Agent:
         if drift.new:
             new, drift.new = drift.new, None  # used up as it goes
             self.create_in_bulk(new)
+        self.reconciler.save_observations()  # a restart then costs two listings
         # Only now: a pass is done when its bulk creation is (watchers wait on this).
         self.metrics.reconcile_seconds.set(time.monotonic() - started)
         self.metrics.reconcile_drift.set(found)

@@ -64,6 +64,12 @@ RECONCILE_OPTS = [
                      "in maintenance, power state known) is not reserved: nova's "
                      "[workarounds] skip_reserve_in_use_ironic_nodes, for Ironic without "
                      "automated cleaning. Set both alike."),
+    cfg.IntOpt("reverify_passes", default=64, min=1,
+               help="Every cached observation of a provider is read again at least once "
+                    "every this many passes (a share of 1/N of them each pass), so a wrong "
+                    "entry the generation cannot show (a provider deleted and created again "
+                    "with the same uuid) lasts at most N passes. 1: no observation is "
+                    "trusted across passes."),
     cfg.FloatOpt("max_deletion_share", default=0.02, min=0, max=1,
                  help="Largest share of the managed providers in scope one pass may "
                       "delete (always at least one). A pass whose absent nodes exceed it, "

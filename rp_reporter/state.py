@@ -19,6 +19,8 @@ FORMAT = 1
 
 
 class StateFile:
+    persistent = True
+
     def __init__(self, path, identity):
         self.path = path
         self.identity = hashlib.sha256(
@@ -69,6 +71,8 @@ class StateFile:
 
 class InMemory:
     """No state_path: the same interface, for one process's life."""
+
+    persistent = False
 
     def __init__(self):
         self._values = {}

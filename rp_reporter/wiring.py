@@ -66,12 +66,15 @@ def state(conf):
 
 def reconciler(conf, owns=None):
     syncer = provider.ProviderSync(placement_client(conf),
-                                   conflict_retries=conf.reconcile.conflict_retries)
-    return reconcile.Reconciler(ironic_client(conf), syncer, workers=conf.reconcile.workers,
-                                owns=owns, bulk_batch=conf.reconcile.bulk_batch,
-                                state=state(conf), absent_for=conf.reconcile.interval,
-                                max_deletion_share=conf.reconcile.max_deletion_share,
-                                skip_reserve_in_use=conf.reconcile.skip_reserve_in_use)
+                                   conflict_retries=conf.reconcile.conflict_retries,
+                                   reverify_passes=conf.reconcile.reverify_passes)
+    result = reconcile.Reconciler(ironic_client(conf), syncer, workers=conf.reconcile.workers,
+                                  owns=owns, bulk_batch=conf.reconcile.bulk_batch,
+                                  state=state(conf), absent_for=conf.reconcile.interval,
+                                  max_deletion_share=conf.reconcile.max_deletion_share,
+                                  skip_reserve_in_use=conf.reconcile.skip_reserve_in_use)
+    result.restore_observations()
+    return result
 
 
 def ring(conf, members):

@@ -12,6 +12,7 @@ import random
 import threading
 import time
 
+from rp_reporter.sync import observations
 from rp_reporter.sync import plan as planner
 from rp_reporter.sync.placement import Conflict
 from rp_reporter.sync.placement import PlacementError
@@ -90,18 +91,44 @@ class ProviderSync:
     """Per-node sync with an observation cache validated by provider generation.
 
     A cached observation is used only while the bulk listing shows the same
-    generation, so it is never wrong: any inventory, trait or allocation
-    write bumps the generation.  Usages are never cached (deleting an
-    allocation does not bump the generation).
+    generation (any inventory, trait or allocation write bumps it), and each
+    is re-read at least once every ``reverify_passes`` passes, which bounds
+    the life of the one kind of wrong entry a generation cannot show (see
+    ``observations``).  Usages are never cached (deleting an allocation does
+    not bump the generation).
     """
 
-    def __init__(self, placement, conflict_retries=5):
+    def __init__(self, placement, conflict_retries=5, reverify_passes=64):
         self.placement = placement
         self.conflict_retries = conflict_retries
+        self.reverify_passes = reverify_passes
+        self.pass_number = 0  # which share of the cache this pass re-reads
         self.bulk = True  # POST /reshaper allowed (until Placement says 403)
         self._cache = {}
         self._interned = _Interned()
         self._lock = threading.Lock()
+
+    def start_pass(self):
+        """A new bulk pass: the next share of the cache is due for re-reading."""
+        self.pass_number += 1
+
+    def snapshot(self):
+        """The cache as a document that survives the process."""
+        with self._lock:
+            entries = dict(self._cache)
+        return observations.dump(entries, self.pass_number)
+
+    def restore(self, document):
+        """Take a saved cache; a malformed one is ignored (every provider is read)."""
+        try:
+            entries, self.pass_number = observations.load(document)
+        except ValueError as e:
+            LOG.warning("saved observations ignored, reading providers afresh: %s", e)
+            return
+        with self._lock:
+            for uuid, observed in entries.items():
+                self._cache.setdefault(uuid, self._interned.observed(observed))
+        LOG.info("%d saved observations restored", len(entries))
 
     def forget(self, uuid):
         with self._lock:
@@ -117,7 +144,8 @@ class ProviderSync:
             return planner.plan(desired, None) == ()
         with self._lock:
             cached = self._cache.get(desired.uuid)
-            if cached is None or cached.generation != listed[1]:
+            if (cached is None or cached.generation != listed[1]
+                    or observations.due(desired.uuid, self.pass_number, self.reverify_passes)):
                 self._cache.pop(desired.uuid, None)
                 return False
         return (not planner.needs_usages(desired, cached)

@@ -181,6 +181,7 @@ class Reconciler:
                     in_ironic.add(str(record.get("uuid")))
                 yield record
 
+        self.syncer.start_pass()
         desired = self._desired(noting_uuids(self.ironic.iter_nodes()), summary, keep_views)
         listed = self.syncer.placement.list_providers()
         absent = self._absent(listed, in_ironic)
@@ -206,6 +207,17 @@ class Reconciler:
         skipped = sum(1 for d in desired if d.problem) + summary.outcomes[Outcome.SKIPPED]
         return Drift(keys=[d.uuid for d in rest], new=new, nodes=len(desired),
                      skipped=skipped, verdict=verdict)
+
+    def restore_observations(self):
+        """Start from the observations an earlier process saved (if any)."""
+        document = self.state.load("observations")
+        if document is not None:
+            self.syncer.restore(document)
+
+    def save_observations(self):
+        """Keep what this process observed for the next one (a state file only)."""
+        if self.state.persistent:
+            self.state.save("observations", self.syncer.snapshot())
 
     def delete(self, uuid, dry_run=False):
         """Delete one provider whose node is proven gone (unless allocations hold it)."""
@@ -276,6 +288,8 @@ class Reconciler:
                 record(result)
             for future in concurrent.futures.as_completed(futures):
                 record(future.result())
+        if not dry_run:
+            self.save_observations()
         summary.requests = dict(collections.Counter(self.syncer.placement.requests)
                                 - requests_before)
         summary.seconds = time.monotonic() - started

@@ -1,11 +1,14 @@
 """What an operator sees when something is wrong: the preflight, the deletion guard
-across runs of the one-shot CLI, and errors that name their section.  Real services;
+across runs of the one-shot CLI, the saved observations (and a wrong one repaired),
+and errors that name their section.  Real services;
 the Keystone-specific cases (wrong password, scoped users) are in tests/functional_keystone."""
 
+import json
 import time
 
 import pytest
 
+from rp_reporter.sync import observations
 from tests.functional.agents import wait_for
 from tests.functional.conftest import run_json
 from tools import localstack
@@ -88,3 +91,42 @@ def test_the_agent_starts_and_says_why_while_a_service_is_unreachable(agents):
     wait_for(lambda: "[ironic]" in agent.health()[1], 15, "/healthz naming [ironic]")
     assert agent.health()[0] == 503 and agent.proc.poll() is None
     assert "Ironic unavailable, retrying until it returns: [ironic]" in agent.output()
+
+
+def saved_document(state_dir):
+    (path,) = state_dir.iterdir()
+    return path, json.loads(path.read_text())
+
+
+def test_a_new_process_starts_from_saved_observations_and_a_wrong_one_is_repaired(
+        write_conf, tmp_path, cli, ironic, placement):
+    period = 4
+    state_dir = tmp_path / "state"
+    conf = write_conf(DEFAULT={"state_path": str(state_dir)},
+                      reconcile={"reverify_passes": period})
+    node = ironic.create()
+    assert cli("reconcile", config_file=conf)[0] == 0
+    # A new process with nothing changed: the provider listing, and no provider read
+    # unless this pass's share of re-reads includes the node.
+    code, (summary,), _ = run_json(cli, "reconcile", config_file=conf)
+    _, document = saved_document(state_dir)
+    reread = observations.due(node, document["values"]["observations"]["pass"], period)
+    assert code == 0 and summary["unchanged"] == 1
+    assert summary["placement_requests"] == {"GET": 1 + 2 * reread}
+    # Behind the cache's back: Placement changes, and the saved entry claims the new
+    # generation with the old content (what a provider deleted and created again at
+    # the same generation looks like).
+    placement.add_trait(node, "CUSTOM_FOREIGN")
+    path, document = saved_document(state_dir)
+    saved = document["values"]["observations"]
+    saved["entries"][node][0] = placement.provider(node)["generation"]
+    path.write_text(json.dumps(document))
+    for run in range(1, period + 1):
+        assert cli("reconcile", config_file=conf)[0] == 0
+        if "CUSTOM_FOREIGN" not in placement.provider(node)["traits"]:
+            break
+    else:
+        raise AssertionError(f"not repaired within {period} passes")
+    # Trusted until its pass came: the cache was used, and bounded.
+    assert observations.due(node, saved["pass"] + run, period)
+    assert run == 1 or not observations.due(node, saved["pass"] + run - 1, period)

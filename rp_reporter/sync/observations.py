@@ -1,0 +1,88 @@
+"""The observation cache as a document that survives the process, and the rolling
+re-verification that bounds how long a wrong entry can last.  Pure.
+
+A cached observation is trusted while the provider listing shows the same
+generation.  Every write bumps the generation, so an entry goes stale visibly,
+with one exception: a provider deleted and created again with the same uuid
+starts over at generation 0 and can reach the cached generation with other
+content.  So every entry is also re-read at least once every ``period``
+passes: entry ``u`` is due in the passes where ``bucket(u) == pass % period``,
+which spreads the re-reads evenly (uuids are random) and corrects any wrong
+entry within ``period`` passes.
+
+The document stores each distinct inventory and trait set once (a fleet has
+few) and an entry as [generation, inventory index, traits index].  Anything
+malformed in it raises ValueError: the caller then reads every provider
+afresh, which costs time, never a wrong write.
+"""
+
+import uuid as uuidlib
+
+from rp_reporter import model
+from rp_reporter.sync.plan import Observed
+
+FORMAT = 1
+
+
+def bucket(uuid, period):
+    return uuidlib.UUID(uuid).int % period
+
+
+def due(uuid, pass_number, period):
+    """Whether this pass re-reads ``uuid`` whatever the cache says."""
+    return bucket(uuid, period) == pass_number % period
+
+
+def dump(entries, pass_number):
+    """{uuid: Observed} -> a JSON-able document."""
+    inventories, traits, rows = {}, {}, {}
+    for uuid, observed in entries.items():
+        inv_key = tuple(sorted((rc, tuple(sorted(inv.items())))
+                               for rc, inv in observed.inventories.items()))
+        i = inventories.setdefault(inv_key, len(inventories))
+        t = traits.setdefault(frozenset(observed.traits), len(traits))
+        rows[uuid] = [observed.generation, i, t]
+    return {"format": FORMAT, "pass": pass_number,
+            "inventories": [{rc: dict(fields) for rc, fields in key} for key in inventories],
+            "traits": [sorted(t) for t in traits],
+            "entries": rows}
+
+
+def _inventories(value):
+    if not isinstance(value, dict):
+        raise ValueError("an inventory set is not an object")
+    for rc, inv in value.items():
+        if not model.valid_name(rc) or not isinstance(inv, dict):
+            raise ValueError(f"inventory {str(rc)[:64]!r} is malformed")
+        for field in model.INVENTORY_FIELDS:
+            if not isinstance(inv.get(field), int | float) or isinstance(inv.get(field), bool):
+                raise ValueError(f"inventory {rc} has no numeric {field}")
+    return value
+
+
+def _traits(value):
+    if not isinstance(value, list) or not all(model.valid_name(t) for t in value):
+        raise ValueError("a trait set is malformed")
+    return frozenset(value)
+
+
+def load(document):
+    """A document -> ({uuid: Observed}, pass number); ValueError if anything is off."""
+    try:
+        if document.get("format") != FORMAT:
+            raise ValueError(f"not in format {FORMAT}")
+        inventories = [_inventories(v) for v in document["inventories"]]
+        traits = [_traits(v) for v in document["traits"]]
+        pass_number = document["pass"]
+        if not isinstance(pass_number, int) or pass_number < 0:
+            raise ValueError("pass is not a count")
+        entries = {}
+        for uuid, (generation, i, t) in document["entries"].items():
+            if str(uuidlib.UUID(uuid)) != uuid:
+                raise ValueError(f"{uuid[:64]!r} is not a canonical uuid")
+            if not isinstance(generation, int) or generation < 0 or i < 0 or t < 0:
+                raise ValueError(f"entry {uuid} is malformed")
+            entries[uuid] = Observed(uuid, generation, inventories[i], traits[t])
+    except (AttributeError, KeyError, IndexError, TypeError) as e:
+        raise ValueError(f"malformed observations: {type(e).__name__}: {e}") from None
+    return entries, pass_number
