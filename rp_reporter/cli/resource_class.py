@@ -6,6 +6,7 @@ import fnmatch
 
 from cliff import lister
 
+from rp_reporter import errors
 from rp_reporter import model
 from rp_reporter import wiring
 from rp_reporter.cli import app
@@ -76,7 +77,11 @@ class _Change(app.CommandMixin, lister.Lister):
                 try:
                     ironic.set_resource_class(record["uuid"], new_class)
                     result = "changed"
-                except Exception as e:  # listed, and the exit is 1: nothing hidden
+                except errors.ServiceError as e:
+                    if e.kind in (errors.DENIED, errors.MISCONFIGURED):
+                        raise  # the same for every node: one line, exit 2
+                    result = f"failed: {e}"  # listed, and the exit is 1: nothing hidden
+                except Exception as e:  # noqa: BLE001 - that node's failure, listed
                     result = f"failed: {e}"
             rows.append((record["uuid"], record.get("name") or "", before or "", new_class or "",
                          rc, specs, result))

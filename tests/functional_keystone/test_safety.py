@@ -7,6 +7,7 @@ tests/functional run here again with the right credentials (a system-scoped read
 for Ironic, the service role for Placement).
 """
 
+import pathlib
 import time
 import uuid
 
@@ -19,6 +20,7 @@ from tools import fleet
 from tools import localstack
 
 pytestmark = pytest.mark.functional
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 test_decommissioned_node = \
     deletion_rules.test_node_deleted_in_ironic_loses_its_provider_after_two_passes
@@ -158,3 +160,41 @@ def test_the_agent_survives_refused_credentials_and_recovers_once_fixed(
     log = agent.output()
     assert "Placement cannot be used as configured: fix the configuration" in log
     assert "Traceback" not in log
+
+
+def test_the_shipped_keystone_example_does_the_whole_job(stack, shard, tmp_path, cli, ironic,
+                                                         placement):
+    example = (ROOT / "etc" / "rp_reporter" / "rp_reporter.conf.keystone-example").read_text()
+    for placeholder, value in (
+            ("https://keystone.example.org/v3", stack.keystone_url + "/v3"),
+            ("rp-reporter-ironic", "rp-system-reader"),
+            ("IRONIC_PASSWORD", stack.credentials("rp-system-reader")["password"]),
+            ("username = rp-reporter\n", "username = rp-service\n"),
+            ("PLACEMENT_PASSWORD", stack.credentials("rp-service")["password"]),
+            ("/var/lib/rp_reporter", str(tmp_path / "state")),
+            ("rabbit://rp-reporter:RABBIT_PASSWORD@rabbit.example.org:5672/",
+             stack.transport_url),
+            ("etcd3+http://etcd.example.org:2379", stack.coordination_url),
+            ("[ironic]\n", f"[ironic]\nshard = {shard}\n")):
+        assert placeholder in example, placeholder
+        example = example.replace(placeholder, value)
+    conf = tmp_path / "keystone-example.conf"
+    conf.write_text(example)
+    node = ironic.create()
+    code, rows, err = run_json(cli, "check", config_file=str(conf))
+    assert code == 0 and {r["result"] for r in rows} == {"ok"}, rows
+    assert cli("reconcile", config_file=str(conf))[0] == 0
+    assert placement.provider(node)["inventories"] == {"CUSTOM_BAREMETAL_GOLD": (1, 0, 1)}
+
+
+def test_resource_class_set_needs_system_member(stack, write_conf, cli, ironic):
+    node = ironic.create(state="enroll")
+    code, _, err = cli("resource-class", "set", "--resource-class", "bm-x", node)
+    line = one_line(err)  # the default [ironic] user: a system reader
+    assert code == 2 and line.startswith("rp-reporter: error: [ironic]") and "403" in line
+    assert "system member" in line and ironic.get(node)["resource_class"] == "baremetal-gold"
+    member = write_conf(ironic=stack.credentials("rp-system-member"))
+    code, rows, _ = run_json(cli, "resource-class", "set", "--resource-class", "bm-x", node,
+                             config_file=member)
+    assert code == 0 and [r["result"] for r in rows] == ["changed"]
+    assert ironic.get(node)["resource_class"] == "bm-x"
