@@ -158,7 +158,8 @@ class Reconciler:
         verdict = absence.judge(absent, present, seen, time.time(), self.absent_for,
                                 self.max_deletion_share, self.ironic.listing_gap, allow_mass,
                                 elsewhere)
-        if not dry_run:  # a dry run observes, and leaves no trace a later run acts on
+        # A dry run observes, and leaves no trace a later run acts on.
+        if not dry_run and verdict.waiting != seen:
             self.state.save("absent_since", verdict.waiting)
         return verdict
 
