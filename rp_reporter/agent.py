@@ -12,11 +12,15 @@ sync makes Placement match the node:
   to the queue.
 
 SIGTERM and SIGINT stop it gracefully (in-flight syncs finish, exit 0);
-SIGHUP reloads the mutable options (debug, interval, jitter).
+SIGHUP reloads the mutable options (debug, interval, jitter) and reopens the
+log file.  Logging is oslo.log's (rp_reporter.log); under systemd with
+Type=notify the agent says READY=1 once /healthz is served and the listener is
+bound.
 """
 
 import concurrent.futures
 import logging
+import os
 import random
 import signal
 import sys
@@ -27,6 +31,7 @@ from oslo_config import cfg
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import errors
+from rp_reporter import log as rp_log
 from rp_reporter import membership as rp_membership
 from rp_reporter import metrics as rp_metrics
 from rp_reporter import model
@@ -273,14 +278,20 @@ class Agent:
 
     def stop(self, signum=None, frame=None):
         LOG.info("stopping (signal %s)", signum)
+        rp_log.sd_notify("STOPPING=1")
         self.stopping.set()
         self.wake.set()
 
     def reload(self, signum=None, frame=None):
+        """SIGHUP: off the signal handler, so the main thread is never caught inside
+        a log call while its handlers are replaced."""
+        threading.Thread(target=self._reload, name="reload", daemon=True).start()
+
+    def _reload(self):
         self.conf.mutate_config_files()
-        _setup_logging(self.conf)
-        LOG.info("reloaded: interval=%s jitter=%s debug=%s", self.conf.reconcile.interval,
-                 self.conf.reconcile.jitter, self.conf.debug)
+        _setup_logging(self.conf)  # reopens the log file, as OpenStack services do
+        LOG.info("reloaded: interval=%s jitter=%s debug=%s; log reopened",
+                 self.conf.reconcile.interval, self.conf.reconcile.jitter, self.conf.debug)
 
     def next_wait(self):
         interval, jitter = self.conf.reconcile.interval, self.conf.reconcile.jitter
@@ -327,6 +338,7 @@ class Agent:
         self.queue.start()
         self.start_listener()
         self.ready.set()
+        rp_log.sd_notify(f"READY=1\nSTATUS=serving /healthz; listener bound\nMAINPID={os.getpid()}")
         threading.Thread(target=self.log_preflight, name="preflight", daemon=True).start()
         while not self.stopping.is_set():
             self.wake.clear()
@@ -350,12 +362,7 @@ class Agent:
 
 
 def _setup_logging(conf):
-    root = logging.getLogger()
-    if not root.handlers:
-        logging.basicConfig(stream=sys.stderr,
-                            format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    root.setLevel(logging.DEBUG if conf.debug else logging.INFO)
-    logging.getLogger("oslo_messaging").setLevel(logging.WARNING)
+    rp_log.setup(conf)  # oslo.log: log_file, use_json, use_journal, use_syslog, debug
 
 
 def main(argv=None):
@@ -365,7 +372,11 @@ def main(argv=None):
     except (cfg.Error, ValueError) as e:
         print(f"rp-reporter-agent: error: bad configuration: {e}", file=sys.stderr)
         return 2
-    _setup_logging(conf)
+    try:
+        _setup_logging(conf)
+    except (OSError, RuntimeError, TypeError, ValueError) as e:  # unwritable log_file, bad facility
+        print(f"rp-reporter-agent: error: bad logging configuration: {e}", file=sys.stderr)
+        return 2
     conf.log_opt_values(LOG, logging.DEBUG)  # oslo.config masks every secret option
     agent = Agent(conf)
     signal.signal(signal.SIGTERM, agent.stop)

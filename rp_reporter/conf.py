@@ -11,12 +11,13 @@ from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 
+from rp_reporter import log as rp_log
+
 CONF = cfg.CONF
 
 DEFAULT_OPTS = [
     cfg.StrOpt("host", default=socket.gethostname(), sample_default="<hostname>",
                help="Name of this reporter: its identity on the hash ring and in logs."),
-    cfg.BoolOpt("debug", default=False, mutable=True, help="Log at DEBUG level."),
     cfg.StrOpt("state_path",
                help="Directory for what must survive the process (the absences earlier "
                     "passes saw, so a provider is deleted only when its node is missing "
@@ -148,6 +149,7 @@ KSA_SERVICE_TYPES = {"ironic": "baremetal", "placement": "placement"}
 
 
 def register_opts(conf=CONF):
+    rp_log.register_options(conf)  # debug, log_file, use_json, use_journal, ... (oslo.log)
     for group, opts in GROUP_OPTS.items():
         conf.register_opts(opts, group=group)
     for group, service_type in KSA_SERVICE_TYPES.items():
@@ -183,6 +185,7 @@ def _ksa_opts(service_type):
 def list_opts():
     """All options by group, for oslo-config-generator."""
     groups = {"DEFAULT" if g is None else g: list(opts) for g, opts in GROUP_OPTS.items()}
+    groups["DEFAULT"] += rp_log.list_opts()
     for group, service_type in KSA_SERVICE_TYPES.items():
         groups[group] += _ksa_opts(service_type)
     return list(groups.items())

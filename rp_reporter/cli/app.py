@@ -9,6 +9,7 @@ from oslo_config import cfg
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import errors
+from rp_reporter import log as rp_log
 from rp_reporter import wiring
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -34,6 +35,9 @@ class ReporterApp(app.App):
 
     def configure_logging(self):
         super().configure_logging()
+        self._quiet_libraries()
+
+    def _quiet_libraries(self):
         if self.options.verbose_level < 2:  # -v or --debug shows them again
             for name in self.QUIET_LOGGERS:
                 logging.getLogger(name).setLevel(logging.CRITICAL)
@@ -58,6 +62,11 @@ class ReporterApp(app.App):
                 wiring.check(self._conf)
             except (cfg.Error, ValueError) as e:
                 raise UsageError(f"bad configuration: {e}") from None
+            try:  # log_file, use_journal, use_syslog: beside the console, never on it
+                rp_log.setup_cli(self._conf)
+            except (OSError, RuntimeError, TypeError, ValueError) as e:
+                raise UsageError(f"bad logging configuration: {e}") from None
+            self._quiet_libraries()  # oslo.log's default_log_levels set them again
         return self._conf
 
 
