@@ -1,12 +1,22 @@
 """Benchmarks on the real local stack; they print figures and assert nothing.
 
-    tox -e bench                               # every figure below, in one run (~40 min)
-    tox -e bench -- compare --nodes 1000 10000  # against nova's SchedulerReportClient
-    tox -e bench -- latency --nodes 1000 --toggles 200 --agents 4
+    tox -e bench                               # every figure below, in one run
+    tox -e bench -- --database sqlite          # the same on the embedded sqlite stack
+    tox -e bench -- compare --nodes 1000 3000 10000  # against nova's SchedulerReportClient
+    tox -e bench -- latency --nodes 10000 --toggles 200 --agents 4
     tox -e bench -- ring
     tox -e bench -- rss --nodes 100000          # the listings come from a stub (labelled)
     tox -e bench -- reshaper --nodes 1000       # POST /reshaper as a bulk path
     tox -e bench -- reconcile --nodes 1000      # ours alone, plus a cold new process
+    tox -e bench -- sweep --nodes 1000 --workers 4 8 16 32 --bulk-batch 100 250
+
+Every contender runs against the same kind of Placement: by default Placement
+(and Ironic) on MariaDB, one private mariadbd per stack with a database per
+service, Placement under several gunicorn workers, as a deployment runs it
+(tools/localstack.py); ``--database sqlite`` gives the embedded stack (one
+Placement worker thread).  Auth is noauth throughout (Keystone would add the
+same token validation to every contender).  Each figure is saved with the
+machine's 1-minute load average when it was taken ("load").
 
 compare (tools/bench_nova.py): initial sync, a pass with nothing changed, a
 new process, and a drift of 1% of the nodes: ours, nova's report client driven
@@ -24,10 +34,21 @@ event-to-write histogram.
 ring: balance (max/mean load) and the fraction of nodes that move for 3->4,
 4->3 and 8->9 members at 10,000 and 100,000 nodes, against the ideal 1/M.
 
-rss (tools/bench_rss.py): peak RSS of one agent's state for 100,000 nodes.
+rss (tools/bench_rss.py): peak RSS of one agent's state for 100,000 nodes, and
+the no-change pass at that size against the stub's listings (the curve's
+labelled last point).
+
+sweep: the initial sync of the same nodes at each [reconcile] workers x
+bulk_batch, each on a fresh Placement.
+
+The new-process figures run with [DEFAULT] state_path (as an operator
+configures it: the observation cache is restored from the state file) and
+without it (every provider read); --reverify also times a new process at
+other [reconcile] reverify_passes.
 
 Figures go to stdout as tables and to bench-results/ (JSON, summary.md with
-the targets checked, bench.png).
+the targets checked, bench.png, and curve.png / curve.md: cost per node
+against the number of nodes).
 """
 
 import argparse
@@ -49,8 +70,34 @@ from rp_reporter import wiring
 from tools import fleet
 from tools import localstack
 
+# Every contender runs against the same kind of Placement: MariaDB with several
+# gunicorn workers by default (the shape operators run), sqlite with one worker
+# thread under --database sqlite (the embedded test stack).  Auth is noauth for
+# every contender: Keystone would add the same token validation to each.
+DATABASE = "mariadb"
 
-def load_nodes(ironic, count, threads=4,
+
+def new_stack(workdir=None):
+    """A LocalStack of the kind this run measures (see DATABASE)."""
+    return localstack.LocalStack(workdir, database=DATABASE)
+
+
+def start(stack, names):
+    """Start these services, and first the stack's own MariaDB when it has one."""
+    stack.start((["mariadb"] if stack.database == "mariadb" else []) + list(names))
+
+
+def load():
+    """The machine's 1-minute load average now (recorded beside each figure)."""
+    return round(os.getloadavg()[0], 2)
+
+
+def loader_threads():
+    """Ironic on MariaDB takes concurrent writes; on sqlite more threads only queue."""
+    return 16 if DATABASE == "mariadb" else 4
+
+
+def load_nodes(ironic, count, threads=None,
                classes=("baremetal-silver", "baremetal-gold", "baremetal-gold")):
     """Fast loader: one POST per node (enroll state), classes in turn, a trait on every tenth."""
     def create(i):
@@ -61,8 +108,57 @@ def load_nodes(ironic, count, threads=4,
         if i % 10 == 0:
             ironic.set_traits(uuid, ["CUSTOM_GPU"])
         return uuid
-    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+    with concurrent.futures.ThreadPoolExecutor(threads or loader_threads()) as pool:
         return list(pool.map(create, range(count)))
+
+
+TEMPLATES = 30  # load_nodes' pattern repeats every 30 nodes (3 classes, a trait every tenth)
+
+
+def load_many(stack, ironic, count):
+    """``count`` nodes in Ironic, as load_nodes makes them, faster on MariaDB.
+
+    Ironic's API takes 20-25 node creations a second on this machine (one API
+    process, whatever the client's concurrency): 10,000 nodes would take 8 minutes
+    for each size.  On MariaDB the first TEMPLATES nodes go through the API and
+    the rest are copies of their rows (every column but id and uuid, their traits
+    too) written straight into Ironic's database: the same records the API would
+    list, without the create notifications nobody here listens to yet.  On sqlite
+    every node goes through the API."""
+    if stack.database != "mariadb" or count <= TEMPLATES:
+        return load_nodes(ironic, count)
+    templates = load_nodes(ironic, TEMPLATES)
+
+    def sql(text):
+        return subprocess.run(["mariadb", "--no-defaults", "-S", stack.mariadb["socket"],
+                               "-u", "root", "-N", "-B", "ironic"], input=text, check=True,
+                              capture_output=True, text=True).stdout
+
+    def columns(table, *skip):
+        names = [line.split("\t")[0] for line in sql(f"SHOW COLUMNS FROM {table}").splitlines()]
+        return [c for c in names if c not in skip]
+
+    node_cols = ", ".join(f"`{c}`" for c in columns("nodes", "id", "uuid"))
+    trait_cols = ", ".join(f"`{c}`" for c in columns("node_traits", "node_id"))
+    # Every value below is a uuid or an integer made here (no outside input).
+    listed = ", ".join(f"'{u}'" for u in templates)
+    ids = dict(line.split("\t")[::-1] for line in sql(
+        f"SELECT id, uuid FROM nodes WHERE uuid IN ({listed})").splitlines())  # noqa: S608
+    new = [str(uuid.uuid4()) for _ in range(count - TEMPLATES)]
+    statements = ["SET autocommit=0;"]
+    for i, node in enumerate(new, TEMPLATES):
+        template = ids[templates[i % TEMPLATES]]
+        copy_node = (f"INSERT INTO nodes ({node_cols}, `uuid`) SELECT {node_cols}, '{node}' "  # noqa: S608
+                     f"FROM nodes WHERE id = {template};")
+        copy_traits = (f"INSERT INTO node_traits (`node_id`, {trait_cols}) SELECT "  # noqa: S608
+                       f"LAST_INSERT_ID(), {trait_cols} FROM node_traits "
+                       f"WHERE node_id = {template};")
+        statements += [copy_node, copy_traits]
+        if i % 1000 == 0:
+            statements.append("COMMIT;")
+    statements.append("COMMIT;")
+    sql("\n".join(statements))
+    return templates + new
 
 
 def figures(label, summary, nodes):
@@ -70,29 +166,28 @@ def figures(label, summary, nodes):
     return {"pass": label, "nodes": nodes, "seconds": round(summary.seconds, 2),
             "writes": writes, "writes_per_node": round(writes / max(nodes, 1), 3),
             "reads": summary.requests.get("GET", 0), "requests": dict(summary.requests),
-            "failed": len(summary.failures)}
+            "failed": len(summary.failures), "load": load()}
 
 
 def bench_reconcile(args):
     workdir = tempfile.mkdtemp(prefix="rp-bench-")
-    stack = localstack.LocalStack(workdir)
+    stack = new_stack(workdir)
     results = []
     try:
-        stack.start(["rabbitmq", "placement", "ironic"])
+        start(stack, ["rabbitmq", "placement", "ironic"])
         ironic = fleet.Ironic(stack.ironic_url, "bench")
         started = time.monotonic()
-        nodes = load_nodes(ironic, args.nodes)
+        nodes = load_many(stack, ironic, args.nodes)
         print(f"loaded {len(nodes)} nodes into Ironic in {time.monotonic() - started:.1f} s",
               flush=True)
-        conf_path = os.path.join(workdir, "rp.conf")
-        with open(conf_path, "w") as f:
-            f.write(stack.reporter_conf(ironic={"shard": "bench"}))
-        conf = rp_conf.load(["--config-file", conf_path])
+        conf, stateless = confs(stack, workdir, "bench", args)
         reconciler = wiring.reconciler(conf)
         results.append(figures("initial", reconciler.run(), len(nodes)))
         results.append(figures("no change (warm)", reconciler.run(), len(nodes)))
-        results.append(figures("no change (new process)", wiring.reconciler(conf).run(),
-                               len(nodes)))
+        results.append(figures("no change (new process, state file)",
+                               new_process(conf), len(nodes)))
+        results.append(figures("no change (new process, no state file)",
+                               new_process(stateless), len(nodes)))
         drift = nodes[1:: 100]  # nodes without traits: each drift is one trait write
         for uuid in drift:
             ironic.set_traits(uuid, ["CUSTOM_DRIFT"])
@@ -100,8 +195,42 @@ def bench_reconcile(args):
         results.append(figures(f"drift of {len(drift)} nodes", summary, len(nodes)))
     finally:
         stack.stop()
-    print_table(results, ("pass", "seconds", "writes", "writes_per_node", "reads", "failed"))
+    print_table(results, ("pass", "seconds", "writes", "writes_per_node", "reads", "failed",
+                          "load"))
     save(results, "reconcile")
+
+
+def confs(stack, workdir, shard, args=None, **reconcile):
+    """(conf with [DEFAULT] state_path, as an operator configures it; the same without).
+
+    ``args.workers`` / ``args.bulk_batch`` / ``args.reverify_passes`` (when given)
+    and ``reconcile`` override the [reconcile] defaults."""
+    for name in ("workers", "bulk_batch", "reverify_passes"):
+        value = getattr(args, name, None)
+        if value is not None:
+            reconcile.setdefault(name, value)
+    reconcile = {k: v for k, v in reconcile.items() if v is not None}
+    state_dir = os.path.join(workdir, "state")
+    os.makedirs(state_dir, exist_ok=True)
+    result = []
+    for name, default in (("rp.conf", {"state_path": state_dir}), ("rp-stateless.conf", {})):
+        path = os.path.join(workdir, name)
+        with open(path, "w") as f:
+            f.write(stack.reporter_conf(DEFAULT=dict({"host": "rp-local"}, **default),
+                                        ironic={"shard": shard},
+                                        **({"reconcile": reconcile} if reconcile else {})))
+        result.append(rp_conf.load(["--config-file", path]))
+    return tuple(result)
+
+
+def new_process(conf):
+    """A pass of a new process (cron's `rp-reporter reconcile`, an agent restart): the
+    reporter built from configuration (restoring its state file, if any), then one pass.
+    Returns the pass's Summary, its seconds counting the build."""
+    started = time.monotonic()
+    summary = wiring.reconciler(conf).run()
+    summary.seconds = time.monotonic() - started
+    return summary
 
 
 def print_table(rows, columns):
@@ -136,14 +265,14 @@ def scrape(port, name):
 
 def bench_latency(args):
     workdir = tempfile.mkdtemp(prefix="rp-bench-")
-    stack = localstack.LocalStack(workdir)
+    stack = new_stack(workdir)
     agents = []
     try:
-        stack.start(["rabbitmq", "placement", "ironic"] + (["redis"] if args.agents > 1 else []))
+        start(stack, ["rabbitmq", "placement", "ironic"] + (["redis"] if args.agents > 1 else []))
         ironic = fleet.Ironic(stack.ironic_url, "bench")
         placement = fleet.Placement(stack.placement_url)
         live = ironic.create_many(args.available)
-        all_nodes = live + load_nodes(ironic, args.nodes - args.available)
+        all_nodes = live + load_many(stack, ironic, args.nodes - args.available)
         ports = []
         for i in range(args.agents):
             ports.append(localstack.free_port())
@@ -247,48 +376,114 @@ def bench_ring(args):
     return results
 
 
+def bench_sweep(args):
+    """Initial sync of the same nodes at each [reconcile] workers x bulk_batch, each on a
+    fresh Placement (its own MariaDB), then a pass with nothing changed."""
+    workdir = tempfile.mkdtemp(prefix="rp-bench-")
+    stack = new_stack(workdir)
+    results = []
+    try:
+        start(stack, ["rabbitmq", "ironic"])
+        ironic = fleet.Ironic(stack.ironic_url, "sweep")
+        load_many(stack, ironic, args.nodes)
+        for workers in args.workers:
+            for batch in args.bulk_batch:
+                placement = new_stack()
+                try:
+                    start(placement, ["placement"])
+                    stack.ports["placement"] = placement.ports["placement"]
+                    conf, _ = confs(stack, tempfile.mkdtemp(prefix="rp-sweep-"), "sweep",
+                                    workers=workers, bulk_batch=batch)
+                    reconciler = wiring.reconciler(conf)
+                    row = figures("initial", reconciler.run(), args.nodes)
+                    quiet = reconciler.run()
+                    results.append({"workers": workers, "bulk_batch": batch,
+                                    "initial_s": row["seconds"],
+                                    "nodes_per_s": round(args.nodes / row["seconds"], 1),
+                                    "requests": sum(row["requests"].values()),
+                                    "failed": row["failed"],
+                                    "no_change_s": round(quiet.seconds, 2),
+                                    "load": load(), "database": DATABASE})
+                    print_table(results[-1:], tuple(results[-1]))
+                finally:
+                    placement.stop()
+    finally:
+        stack.stop()
+    print_table(results, tuple(results[0]) if results else ())
+    save(results, f"sweep-{args.nodes}")
+    return results
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    global DATABASE
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--database", choices=["mariadb", "sqlite"], default=argparse.SUPPRESS,
+                        help="Placement's (and Ironic's) database for every contender: "
+                             "MariaDB with several gunicorn workers (the default), or "
+                             "sqlite with one worker thread (the embedded test stack)")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], parents=[common])
     sub = parser.add_subparsers(dest="bench")
-    every = sub.add_parser("all", help="every figure of issue 8 in one run (the default)")
-    rec = sub.add_parser("reconcile")
+    every = sub.add_parser("all", help="every figure of issue 14 in one run (the default)",
+                           parents=[common])
+    rec = sub.add_parser("reconcile", parents=[common])
     rec.add_argument("--nodes", type=int, default=1000)
-    lat = sub.add_parser("latency")
-    lat.add_argument("--nodes", type=int, default=1000)
+    lat = sub.add_parser("latency", parents=[common])
+    lat.add_argument("--nodes", type=int, default=10_000)
     lat.add_argument("--available", type=int, default=100)
     lat.add_argument("--toggles", type=int, default=200)
     lat.add_argument("--agents", type=int, default=4, help="on a Redis ring when more than 1")
-    rng = sub.add_parser("ring")
+    rng = sub.add_parser("ring", parents=[common])
     rng.add_argument("--partitions", type=int, default=1024)
-    cmp_ = sub.add_parser("compare", help="side by side with nova's report client")
-    rss = sub.add_parser("rss", help="peak RSS of one agent's state (listings from a stub)")
+    cmp_ = sub.add_parser("compare", help="side by side with nova's report client",
+                          parents=[common])
+    rss = sub.add_parser("rss", help="peak RSS of one agent's state (listings from a stub)",
+                         parents=[common])
     rss.add_argument("--nodes", type=int, default=100_000)
-    shaper = sub.add_parser("reshaper", help="POST /reshaper as a bulk inventory path")
+    shaper = sub.add_parser("reshaper", help="POST /reshaper as a bulk inventory path",
+                            parents=[common])
     shaper.add_argument("--nodes", type=int, default=1000)
     shaper.add_argument("--batches", type=int, nargs="+", default=[50, 100, 250])
+    sweep = sub.add_parser("sweep", help="initial sync at each [reconcile] workers x "
+                                         "bulk_batch", parents=[common])
+    sweep.add_argument("--nodes", type=int, default=1000)
+    sweep.add_argument("--workers", type=int, nargs="+", default=[4, 8, 16, 32])
+    sweep.add_argument("--bulk-batch", type=int, nargs="+", default=[100])
+    for p in (cmp_, every, rec):
+        p.add_argument("--workers", type=int, help="[reconcile] workers (default: the option's)")
+        p.add_argument("--bulk-batch", type=int, help="[reconcile] bulk_batch")
+        p.add_argument("--reverify-passes", type=int, help="[reconcile] reverify_passes")
     for p in (cmp_, every):
-        p.add_argument("--nodes", type=int, nargs="+", default=[1000, 10_000])
+        p.add_argument("--nodes", type=int, nargs="+", default=[1000, 3000, 10_000])
         p.add_argument("--nova-max-nodes", type=int, default=1000,
                        help="nova's pass is quadratic: about 2 h at 10,000 nodes here")
+        p.add_argument("--reverify", type=int, nargs="*", default=[32, 128, 256],
+                       help="also a new process at each of these [reconcile] reverify_passes")
+        p.add_argument("--reverify-min-nodes", type=int, default=10_000,
+                       help="... at this many nodes and more")
     args = parser.parse_args(argv)
+    DATABASE = getattr(args, "database", DATABASE)
+    print(f"every contender on Placement with {DATABASE}; load {load()}", flush=True)
     if args.bench == "reconcile":
         return bench_reconcile(args)
     if args.bench == "latency":
         return bench_latency(args)
     if args.bench == "ring":
         return bench_ring(args)
+    if args.bench == "sweep":
+        return bench_sweep(args)
     if args.bench == "reshaper":
         from tools import bench_reshaper
         return bench_reshaper.bench_reshaper(args)
     from tools import bench_report
     from tools import bench_rss
     if args.bench == "rss":
-        return bench_report.write({"rss": bench_rss.bench_rss(args)})
+        return bench_report.write({"database": DATABASE, "rss": bench_rss.bench_rss(args)})
     from tools import bench_nova  # imports nova: only here
     if args.bench == "compare":
-        return bench_report.write({"compare": bench_nova.compare(args)})
+        return bench_report.write({"database": DATABASE, "compare": bench_nova.compare(args)})
     args = args if args.bench else every.parse_args([])
     bench_report.write({
+        "database": DATABASE,
         "compare": bench_nova.compare(args),
         "latency": bench_latency(lat.parse_args([])),
         "ring": bench_ring(rng.parse_args([])),

@@ -24,12 +24,10 @@ from keystoneauth1 import adapter as ksa_adapter
 from keystoneauth1 import session as ksa_session
 from keystoneauth1 import token_endpoint
 
-from rp_reporter import conf as rp_conf
 from rp_reporter import model
 from rp_reporter import wiring
 from tools import bench
 from tools import fleet
-from tools import localstack
 
 
 class CountingAdapter(ksa_adapter.Adapter):
@@ -53,28 +51,40 @@ def nova_pass(client, context, desired):
         client.update_from_provider_tree(context, tree)
 
 
-def bare_loop(url, desired):
-    """Only the writes Placement needs: the floor for an initial sync."""
-    http = fleet.session(fleet.PLACEMENT)
+def bare_loop(url, desired, workers=1):
+    """Only the writes Placement needs: the floor for an initial sync, ``workers``
+    nodes at a time (ours runs [reconcile] workers at once: the same concurrency)."""
+    import concurrent.futures
+    import threading
+
+    local = threading.local()
+
+    def http():
+        if not hasattr(local, "http"):
+            local.http = fleet.session(fleet.PLACEMENT)
+        return local.http
+
     classes = {d.resource_class for d in desired}
     traits = {t for d in desired for t in d.placement_traits}
     for kind, names in (("resource_classes", classes), ("traits", traits)):
         for name in sorted(names):
-            http.put(f"{url}/{kind}/{name}", timeout=30).raise_for_status()
-    writes = len(classes) + len(traits)
-    for d in desired:  # the same end state as ours, bookkeeping traits included
-        resp = http.post(f"{url}/resource_providers", json={"uuid": d.uuid, "name": d.name},
-                         timeout=30)
+            http().put(f"{url}/{kind}/{name}", timeout=30).raise_for_status()
+
+    def one(d):  # the same end state as ours, bookkeeping traits included
+        resp = http().post(f"{url}/resource_providers", json={"uuid": d.uuid, "name": d.name},
+                           timeout=30)
         resp.raise_for_status()
-        resp = http.put(f"{url}/resource_providers/{d.uuid}/traits", timeout=30, json={
+        resp = http().put(f"{url}/resource_providers/{d.uuid}/traits", timeout=30, json={
             "resource_provider_generation": resp.json()["generation"],
             "traits": sorted(d.placement_traits)})
         resp.raise_for_status()
-        http.put(f"{url}/resource_providers/{d.uuid}/inventories", timeout=30, json={
+        http().put(f"{url}/resource_providers/{d.uuid}/inventories", timeout=30, json={
             "resource_provider_generation": resp.json()["resource_provider_generation"],
             "inventories": d.inventories}).raise_for_status()
-        writes += 3
-    return writes
+        return 3
+
+    with concurrent.futures.ThreadPoolExecutor(workers) as pool:
+        return len(classes) + len(traits) + sum(pool.map(one, desired))
 
 
 def timed(fn):
@@ -92,7 +102,7 @@ def compare(args):
     objects.register_all()
     results = {"rows": [], "ratios": {}}
     for nodes in args.nodes:
-        rows, ratios = compare_at(nodes, with_nova=nodes <= args.nova_max_nodes)
+        rows, ratios = compare_at(nodes, with_nova=nodes <= args.nova_max_nodes, args=args)
         results["rows"] += rows
         results["ratios"][nodes] = ratios
     bench.save(results, "compare")
@@ -100,27 +110,24 @@ def compare(args):
     return results
 
 
-def compare_at(nodes, with_nova):
+def compare_at(nodes, with_nova, args=None):
     from nova import context as nova_context
     from nova.scheduler.client import report
 
-    stack = localstack.LocalStack()
-    extra = {name: localstack.LocalStack() for name in ("nova", "bare") if with_nova or
+    stack = bench.new_stack()
+    extra = {name: bench.new_stack() for name in ("nova", "bare") if with_nova or
              name == "bare"}
     results = []
     try:
-        stack.start(["rabbitmq", "placement", "ironic"])
+        bench.start(stack, ["rabbitmq", "placement", "ironic"])
         for s in extra.values():
-            s.start(["placement"])
+            bench.start(s, ["placement"])
         ironic = fleet.Ironic(stack.ironic_url, "compare")
         started = time.monotonic()
-        bench.load_nodes(ironic, nodes)
-        print(f"loaded {nodes} nodes into Ironic in {time.monotonic() - started:.0f} s",
-              flush=True)
-        conf_path = f"{stack.workdir}/rp.conf"
-        with open(conf_path, "w") as f:
-            f.write(stack.reporter_conf(ironic={"shard": "compare"}))
-        conf = rp_conf.load(["--config-file", conf_path])
+        bench.load_many(stack, ironic, nodes)
+        print(f"loaded {nodes} nodes into Ironic in {time.monotonic() - started:.0f} s "
+              f"(load {bench.load()})", flush=True)
+        conf, stateless = bench.confs(stack, stack.workdir, "compare", args)
         reconciler = wiring.reconciler(conf)
         desired = [model.desired(model.node_from_api(r)) for r in reconciler.ironic.list_nodes()]
         n = len(desired)
@@ -132,9 +139,10 @@ def compare_at(nodes, with_nova):
                             "wall_s": round(wall, 2), "cpu_s": round(cpu, 2),
                             "nodes_per_s": round(n / wall, 1) if wall else None,
                             "requests": total, "requests_per_node": round(total / n, 2),
-                            "reads": requests_by_method.get("GET", 0), "writes": writes})
-            print(f"{n:>6} {contender:>6} {phase:<28} {wall:8.2f} s  {total:7d} requests",
-                  flush=True)
+                            "reads": requests_by_method.get("GET", 0), "writes": writes,
+                            "load": bench.load(), "database": stack.database})
+            print(f"{n:>6} {contender:>6} {phase:<40} {wall:8.2f} s  {total:7d} requests  "
+                  f"load {bench.load()}", flush=True)
 
         # Initial sync.
         summary, wall, cpu = timed(reconciler.run)
@@ -148,7 +156,8 @@ def compare_at(nodes, with_nova):
             ctx = nova_context.get_admin_context()
             _, wall, cpu = timed(lambda: nova_pass(nova_client, ctx, desired))
             row("nova", "initial sync", wall, cpu, nova_adapter.requests)
-        writes, wall, cpu = timed(lambda: bare_loop(extra["bare"].placement_url, desired))
+        writes, wall, cpu = timed(lambda: bare_loop(extra["bare"].placement_url, desired,
+                                                    conf.reconcile.workers))
         row("bare", "initial sync (minimal writes)", wall, cpu, {"PUT": writes})
 
         # Nothing changed.  Ours and the two listings take turns, three times each,
@@ -168,8 +177,19 @@ def compare_at(nodes, with_nova):
             before = collections.Counter(nova_adapter.requests)
             _, wall, cpu = timed(lambda: nova_pass(nova_client, ctx, desired))
             row("nova", "no change", wall, cpu, nova_adapter.requests - before)
-        summary, wall, cpu = timed(wiring.reconciler(conf).run)
+        # A new process (cron's reconcile, an agent restart), with the state file an
+        # operator configures ([DEFAULT] state_path) and without one.
+        summary, wall, cpu = timed(lambda: bench.new_process(conf))
         row("ours", "no change (new process)", wall, cpu, summary.requests)
+        summary, wall, cpu = timed(lambda: bench.new_process(stateless))
+        row("ours", "no change (new process, no state file)", wall, cpu, summary.requests)
+        for passes in getattr(args, "reverify", None) or ():
+            if nodes >= getattr(args, "reverify_min_nodes", 0):
+                conf.set_override("reverify_passes", passes, "reconcile")
+                summary, wall, cpu = timed(lambda: bench.new_process(conf))
+                row("ours", f"no change (new process, reverify_passes {passes})", wall, cpu,
+                    summary.requests)
+        conf.clear_override("reverify_passes", "reconcile")
 
         # Drift of 1%.
         drifted = [d.uuid for d in desired if not d.traits][:max(1, n // 100)]
@@ -203,11 +223,22 @@ def ratios_of(rows):
             ("nova", "no change"), ("ours", "no change"), "cpu_s"),
         "no change wall, ours / the two listings": ratio(
             ("ours", "no change"), ("bare", "no change (the 2 listings)"), "wall_s"),
+        "new process wall (state file), ours / the two listings": ratio(
+            ("ours", "no change (new process)"), ("bare", "no change (the 2 listings)"),
+            "wall_s"),
+        "new process wall (no state file), ours / the two listings": ratio(
+            ("ours", "no change (new process, no state file)"),
+            ("bare", "no change (the 2 listings)"), "wall_s"),
+        "new process nodes/s, ours (state file) / nova's no-change pass": ratio(
+            ("ours", "no change (new process)"), ("nova", "no change"), "nodes_per_s"),
+        **{f"new process wall ({r['phase'].split(', ')[1][:-1]}), ours / the two listings":
+           ratio(("ours", r["phase"]), ("bare", "no change (the 2 listings)"), "wall_s")
+           for r in rows if r["phase"].startswith("no change (new process, reverify")},
     }
 
 
 COLUMNS = ("nodes", "contender", "phase", "wall_s", "cpu_s", "nodes_per_s", "requests_per_node",
-           "reads", "writes")
+           "reads", "writes", "load")
 
 
 def write_markdown(results, path):

@@ -27,12 +27,12 @@ import os
 import subprocess
 import sys
 import threading
+import time
 import urllib.parse
 import uuid as uuidlib
 
 from tools import bench
 from tools import fleet
-from tools import localstack
 
 GENERATION = 2  # of every provider the stub lists, and in the probe's cache
 
@@ -186,20 +186,27 @@ def probe(conf_path, placement_listing_url):
     # from the stub through the real client), the cache proving each in step.
     conf.set_override("endpoint", placement_listing_url, "placement")
     syncer.placement = wiring.placement_client(conf)
+    started = time.monotonic()
     drift = reconciler.drift()
+    seconds = {"no change (warm): the pass's observation": time.monotonic() - started}
+    started = time.monotonic()
+    reconciler.ironic.list_nodes()
+    syncer.placement.list_providers()
+    seconds["the two listings"] = time.monotonic() - started
     steps[f"next resync ({drift.nodes} nodes listed on both sides, "
           f"{len(drift.keys) + len(drift.new)} to do)"] = peak_mb()
     queue = work_queue.WorkQueue(lambda key: True)  # not started: holds the keys
     for key in syncer._cache:  # noqa: SLF001
         queue.add(key)
     steps[f"every node queued ({queue.depth()} keys)"] = peak_mb()
-    print(json.dumps({"nodes": nodes, "peak_rss_mb": peak_mb(), "steps": steps}))
+    print(json.dumps({"nodes": nodes, "peak_rss_mb": peak_mb(), "steps": steps,
+                      "seconds": {k: round(v, 2) for k, v in seconds.items()}}))
 
 
 def bench_rss(args):
-    stack = localstack.LocalStack()
+    stack = bench.new_stack()
     try:
-        stack.start(["rabbitmq", "placement", "ironic"])
+        bench.start(stack, ["rabbitmq", "placement", "ironic"])
         stub = ListingStub(args.nodes, {**capture(stack.ironic_url),
                                        "provider": capture_provider(stack.placement_url)})
         threading.Thread(target=stub.serve_forever, daemon=True).start()
@@ -210,6 +217,7 @@ def bench_rss(args):
                               f"{stub.url}/placement"],
                              capture_output=True, text=True, check=True, timeout=1800)
         result = json.loads(out.stdout.strip().splitlines()[-1])
+        result["load"] = bench.load()
         result["listings"] = ("STUB serving the real Ironic's node JSON and the real "
                               "Placement's provider JSON (see tools/bench_rss.py)")
         stub.shutdown()
