@@ -65,6 +65,15 @@ class Agent:
         self._event_sent_at = {}  # uuid -> earliest notification not yet synced
         self._event_lock = threading.Lock()
         self.ring = self._ring({conf.host})
+        self._export_health()
+
+    def _export_health(self):
+        """/healthz's answer as gauges, read at each scrape."""
+        self.metrics.healthy.set_function(lambda: float(self.healthy()[0]))
+        self.metrics.fenced.set_function(lambda: float(bool(self.membership.fenced)))
+        for section, dep in self.deps.items():
+            self.metrics.dependency_up.labels(section).set_function(
+                lambda dep=dep: float(dep.down_since is None))
 
     # -- ownership ------------------------------------------------------------
     def _ring(self, members):

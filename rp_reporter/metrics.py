@@ -53,6 +53,20 @@ class Metrics:
             "Managed providers whose nodes the last pass did not see (deleted once a pass an "
             "interval later still does not, unless the guard refuses).", registry=r)
 
+        # Read at each scrape (the agent sets their functions): what /healthz says,
+        # as numbers an alert can use.
+        self.healthy = prom.Gauge("rp_reporter_healthy",
+                                  "1 when /healthz answers 200, else 0 (starting, fenced, a "
+                                  "dependency down or refusing, the deletion guard refusing).",
+                                  registry=r)
+        self.fenced = prom.Gauge("rp_reporter_fenced",
+                                 "1 while this agent's membership lease lapsed: it writes "
+                                 "nothing until it is a member again.", registry=r)
+        self.dependency_up = prom.Gauge("rp_reporter_dependency_up",
+                                        "0 while calls to the dependency fail (outage, refused "
+                                        "permission, misconfiguration), else 1.",
+                                        ["dependency"], registry=r)
+
     def record_sync(self, result):
         for op in result.ops:
             self.writes.labels(op.kind).inc()
