@@ -22,6 +22,7 @@ import socket
 import struct
 
 from oslo_log import _options as oslo_options
+from oslo_log import formatters as oslo_formatters
 from oslo_log import handlers as oslo_handlers
 from oslo_log import log as oslo_log
 
@@ -38,8 +39,16 @@ def default_log_levels():
 
 
 def register_options(conf):
-    """oslo.log's options (before the command line is parsed), our defaults."""
+    """oslo.log's options (before the command line is parsed), our defaults.
+
+    oslo.log keeps the first process-wide configuration it is given for its
+    formatters; inside nova-compute (the driver reads rp_reporter's own file)
+    that stays nova's.
+    """
+    global_conf = oslo_formatters._CONF
     oslo_log.register_options(conf)
+    if global_conf is not None:
+        oslo_formatters._store_global_conf(global_conf)
     conf.set_default("default_log_levels", default_log_levels())
 
 

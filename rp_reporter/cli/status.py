@@ -1,8 +1,10 @@
 """``rp-reporter status [NODE...]``: Ironic's state, the desired provider, what
-Placement holds, and which agent owns the node."""
+Placement holds, and which agent owns the node.  ``--explain`` says, for the
+named nodes, every rule that decides the provider, in words (rp_reporter.explain)."""
 
 from cliff import lister
 
+from rp_reporter import explain
 from rp_reporter import membership
 from rp_reporter import model
 from rp_reporter import wiring
@@ -21,10 +23,14 @@ class Status(app.CommandMixin, lister.Lister):
     COLUMNS = ("node", "name", "provision_state", "power_state", "maintenance", "instance",
                "desired_class", "desired_reserved", "placement_class", "placement_reserved",
                "in_step", "owner")
+    EXPLAIN_COLUMNS = ("node", "rule", "explanation")
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument("nodes", nargs="*", metavar="NODE", help="Node uuid or name.")
+        parser.add_argument("--explain", action="store_true",
+                            help="For each NODE, every rule that decides its provider, in "
+                                 "words: one row per rule (node, rule, explanation).")
         return parser
 
     def _nothing_visible(self, ironic, placement):
@@ -40,6 +46,8 @@ class Status(app.CommandMixin, lister.Lister):
             self.warn("Ironic shows no nodes in scope, and Placement holds no managed provider")
 
     def take_action(self, args):
+        if args.explain and not args.nodes:
+            raise app.UsageError("--explain needs the nodes to explain (NODE ...)")
         conf = self.app.conf
         ironic = wiring.ironic_client(conf)
         placement = wiring.placement_client(conf)
@@ -56,13 +64,18 @@ class Status(app.CommandMixin, lister.Lister):
             records = ironic.list_nodes()
             if not records:
                 self._nothing_visible(ironic, placement)
-        members, _ = membership.live_members(conf)
+        members, how = membership.live_members(conf)
         ring = wiring.ring(conf, members) if members else None
         rows = []
         for record in records:
             try:
                 node = model.node_from_api(record)
             except model.InvalidNode as e:
+                if args.explain:
+                    rows.append((str(record.get("uuid")), "invalid",
+                                 f"the record cannot be read ({e}): no provider is written "
+                                 f"for it (one log line; sync failures, invalid_node)"))
+                    continue
                 rows.append((str(record.get("uuid")), "", "", "", "", "", f"invalid: {e}",
                              "", "", "", "", ""))
                 continue
@@ -70,6 +83,15 @@ class Status(app.CommandMixin, lister.Lister):
             observed = placement.observe(node.uuid)
             if planner.needs_usages(desired, observed):
                 observed = observed.with_usages(placement.usages(node.uuid))
+            if args.explain:
+                scope = explain.Scope(
+                    host=conf.host, owner=ring.owner(node.uuid) if ring else None,
+                    membership=how, conductor_group=conf.ironic.conductor_group,
+                    shard=conf.ironic.shard,
+                    skip_reserve_in_use=conf.reconcile.skip_reserve_in_use)
+                rows.extend((node.uuid, topic, text)
+                            for topic, text in explain.explain(node, observed, scope))
+                continue
             want_rc, want_reserved = _class_and_reserved(desired.inventories)
             have_rc, have_reserved = (_class_and_reserved(observed.inventories) if observed
                                       else ("(no provider)", ""))
@@ -78,4 +100,4 @@ class Status(app.CommandMixin, lister.Lister):
                          want_rc or f"(none: {desired.problem})", want_reserved,
                          have_rc, have_reserved, planner.plan(desired, observed) == (),
                          ring.owner(node.uuid) if ring else "(no live agent)"))
-        return self.COLUMNS, rows
+        return (self.EXPLAIN_COLUMNS if args.explain else self.COLUMNS), rows
