@@ -4,7 +4,7 @@ The agent logs through oslo.log: ``log_file`` / ``log_dir`` (a watched file,
 reopened on SIGHUP and whenever it is moved away), ``use_json``,
 ``use_journal``, ``use_syslog``, ``use_stderr``, ``debug``, the format strings
 and ``default_log_levels``, all plain configuration.  Without any of them it
-logs to stdout (under systemd: the journal).
+logs to stderr (under systemd: the journal).
 
 ``use_journal`` speaks journald's native protocol.  oslo.log's journal handler
 needs the ``systemd`` Python bindings (a C extension); where they are missing,
@@ -20,6 +20,7 @@ import logging
 import os
 import socket
 import struct
+import sys
 
 from oslo_log import _options as oslo_options
 from oslo_log import formatters as oslo_formatters
@@ -107,8 +108,16 @@ def _install(conf):
 
 
 def setup(conf):
-    """The agent's logging, at start and on every SIGHUP (which reopens the file)."""
+    """The agent's logging, at start and on every SIGHUP (which reopens the file).
+
+    With no destination configured oslo.log falls back to stdout; the agent keeps
+    logging to stderr there, as it always has (systemd journals both alike, and
+    the tools that start agents keep their log files).
+    """
     _install(conf)
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, logging.StreamHandler) and handler.stream is sys.stdout:
+            handler.setStream(sys.stderr)
 
 
 def destination_configured(conf):

@@ -182,8 +182,9 @@ def agent(tmp_path):
             f"[placement]\nauth_type = admin_token\nendpoint = {dead}\ntoken = admin\n"
             "request_attempts = 1\n")
         out = open(tmp_path / "stdout", "ab")
+        err = open(tmp_path / "stderr", "ab")
         proc = subprocess.Popen([sys.executable, "-m", "rp_reporter.agent", "--config-file",
-                                 str(conf)], stdout=out, stderr=subprocess.STDOUT,
+                                 str(conf)], stdout=out, stderr=err,
                                 env=dict(os.environ, **(env or {})))
         procs.append(proc)
         proc.port = port
@@ -225,7 +226,8 @@ def test_agent_logs_to_its_file_and_sighup_reopens_it(agent, tmp_path):
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) == 0
     assert "agent logtest stopped" in log_file.read_text()
-    assert (tmp_path / "stdout").read_bytes() == b""  # with a log file, nothing on stdout
+    # With a log file, nothing on the console.
+    assert (tmp_path / "stdout").read_bytes() == b"" == (tmp_path / "stderr").read_bytes()
 
 
 def test_agent_logs_json_and_tells_systemd_it_is_ready(agent, tmp_path):
@@ -237,7 +239,9 @@ def test_agent_logs_json_and_tells_systemd_it_is_ready(agent, tmp_path):
     proc.send_signal(signal.SIGTERM)
     assert notify.recv(4096) == b"STOPPING=1"
     assert proc.wait(30) == 0
-    lines = [json.loads(line) for line in (tmp_path / "stdout").read_text().splitlines()
+    # No destination configured: stderr, as the agent always logged (the journal under systemd).
+    assert (tmp_path / "stdout").read_bytes() == b""
+    lines = [json.loads(line) for line in (tmp_path / "stderr").read_text().splitlines()
              if line.strip()]
     messages = [r["message"] for r in lines]
     assert "agent logtest starting" in messages and "agent logtest stopped" in messages
