@@ -211,12 +211,25 @@ def _answers(port):
         return False
 
 
+def _metrics(port):
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as r:
+            return r.read().decode()
+    except OSError:
+        return ""
+
+
 def test_agent_logs_to_its_file_and_sighup_reopens_it(agent, tmp_path):
     log_file = tmp_path / "agent.log"
     proc = agent(log_file=log_file)
     _wait(lambda: log_file.exists() and "agent logtest starting" in log_file.read_text(), 60,
           "the agent's first lines in log_file")
     _wait(lambda: _answers(proc.port), 60, "/healthz")
+    # What /healthz says, as the gauges the alerts use (Ironic is a closed port here).
+    _wait(lambda: 'rp_reporter_dependency_up{dependency="ironic"} 0.0' in _metrics(proc.port),
+          60, "Ironic down in the metrics")
+    metrics = _metrics(proc.port)
+    assert "\nrp_reporter_healthy 0.0\n" in metrics and "\nrp_reporter_fenced 0.0\n" in metrics
     moved = tmp_path / "agent.log.1"
     os.rename(log_file, moved)  # what logrotate does
     proc.send_signal(signal.SIGHUP)
@@ -259,3 +272,17 @@ def test_agent_refuses_an_unwritable_log_file_in_one_line(tmp_path):
     assert result.returncode == 2
     assert result.stderr.startswith("rp-reporter-agent: error: bad logging configuration")
     assert len(result.stderr.splitlines()) == 1
+
+
+def test_cli_with_a_log_file_keeps_one_line_errors(tmp_path):
+    log_file = tmp_path / "cli.log"
+    conf = tmp_path / "cli.conf"
+    conf.write_text(f"[DEFAULT]\nlog_file = {log_file}\ndebug = true\n"
+                    "[ironic]\nauth_type = none\nendpoint_override = http://127.0.0.1:9\n"
+                    "[placement]\nauth_type = none\nendpoint_override = http://127.0.0.1:9\n")
+    result = subprocess.run([sys.executable, "-m", "rp_reporter.cli", "--config-file", str(conf),
+                             "status", "-f", "json"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.startswith("rp-reporter: error: [ironic] unreachable")
+    assert len(result.stderr.splitlines()) == 1
+    assert log_file.exists()
