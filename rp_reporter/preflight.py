@@ -6,8 +6,8 @@ grant or fix.  Checks that write leave nothing behind (a scratch provider is
 created and deleted; an empty reshape changes nothing).
 """
 
-import concurrent.futures
 import dataclasses
+import threading
 import uuid as uuidlib
 
 from keystoneauth1 import exceptions as ksa_exc
@@ -162,19 +162,26 @@ def _coordination_row(conf):
     if not conf.coordination.backend_url:
         how = "static [ring] peer_list" if conf.ring.peer_list else "alone: owns every node"
         return Row("coordination", OK, f"no backend: {how}")
-    pool = concurrent.futures.ThreadPoolExecutor(1)
-    future = pool.submit(membership.live_members, conf)
-    try:
-        members, _ = future.result(BACKEND_TIMEOUT)
-        return Row("coordination", OK, f"backend answers; {len(members)} live members in group "
-                                       f"{conf.coordination.group}")
-    except concurrent.futures.TimeoutError:
-        return Row("coordination", FAIL, f"[coordination] backend_url: no answer within "
-                                         f"{BACKEND_TIMEOUT} s", errors.UNAVAILABLE)
-    except Exception as e:  # noqa: BLE001 - tooz drivers raise their own kinds
-        return Row("coordination", FAIL, f"[coordination] backend_url: {e}", errors.UNAVAILABLE)
-    finally:
-        pool.shutdown(wait=False)
+    # A daemon thread, not a pool: a tooz call can block for as long as its client
+    # retries, and a pool's worker would hold the process at exit (an agent told to
+    # stop while its backend is down must stop at once).
+    answer = {}
+
+    def ask():
+        try:
+            answer["members"], _ = membership.live_members(conf)
+        except Exception as e:  # noqa: BLE001 - tooz drivers raise their own kinds
+            answer["error"] = e
+
+    thread = threading.Thread(target=ask, name="check-coordination", daemon=True)
+    thread.start()
+    thread.join(BACKEND_TIMEOUT)
+    if "members" in answer:
+        return Row("coordination", OK, f"backend answers; {len(answer['members'])} live members "
+                                       f"in group {conf.coordination.group}")
+    detail = (f"{answer['error']}" if "error" in answer else
+              f"no answer within {BACKEND_TIMEOUT} s")
+    return Row("coordination", FAIL, f"[coordination] backend_url: {detail}", errors.UNAVAILABLE)
 
 
 def run(conf):
