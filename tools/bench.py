@@ -94,7 +94,7 @@ def load():
 
 def loader_threads():
     """Ironic on MariaDB takes concurrent writes; on sqlite more threads only queue."""
-    return 16 if DATABASE == "mariadb" else 4
+    return 8 if DATABASE == "mariadb" else 4
 
 
 def load_nodes(ironic, count, threads=None,
