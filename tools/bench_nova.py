@@ -102,9 +102,15 @@ def compare(args):
     objects.register_all()
     results = {"rows": [], "ratios": {}}
     for nodes in args.nodes:
-        rows, ratios = compare_at(nodes, with_nova=nodes <= args.nova_max_nodes, args=args)
+        try:
+            rows, ratios = compare_at(nodes, with_nova=nodes <= args.nova_max_nodes, args=args)
+        except Exception as e:  # noqa: BLE001 - the other sizes' figures still count
+            print(f"compare at {nodes} nodes failed: {e!r}", flush=True)
+            results.setdefault("failed", {})[nodes] = repr(e)
+            continue
         results["rows"] += rows
         results["ratios"][nodes] = ratios
+        bench.save(results, "compare")
     bench.save(results, "compare")
     write_markdown(results, "bench-results/compare.md")
     return results

@@ -16,7 +16,7 @@ def targets(results):
     compare = {(r["nodes"], r["contender"], r["phase"]): r
                for r in results.get("compare", {}).get("rows", [])}
     ratios = results.get("compare", {}).get("ratios", {})
-    for nodes, r in ratios.items():
+    for nodes, r in sorted(ratios.items(), key=lambda item: int(item[0])):
         nodes = int(nodes)
         speedup = r.get("initial sync nodes/s, ours / nova")
         if speedup is not None:
@@ -66,7 +66,8 @@ def write(results):
     lines += [f"| {t} | {m} | {'yes' if ok else '**no**'} |" for t, m, ok in targets(results)]
     text = "\n".join(lines) + "\n"
     if "compare" in results:
-        text += "\n" + bench.markdown_table(results["compare"]["rows"], bench_nova.COLUMNS)
+        rows = sorted(results["compare"]["rows"], key=lambda r: r["nodes"])  # stable
+        text += "\n" + bench.markdown_table(rows, bench_nova.COLUMNS)
     if "ring" in results:
         text += "\n" + bench.markdown_table(results["ring"], (
             "members", "nodes", "balance_max_mean", "moved", "ideal", "moved_vs_ideal"))
