@@ -18,6 +18,7 @@ Type=notify the agent says READY=1 once /healthz is served and the listener is
 bound.
 """
 
+import collections
 import concurrent.futures
 import logging
 import os
@@ -42,6 +43,8 @@ from rp_reporter.sync import provider
 from rp_reporter.sync import queue as work_queue
 
 LOG = logging.getLogger("rp_reporter.agent")
+# Notifications remembered for nodes another agent owned (oldest dropped first).
+RECENT_EVENTS_MAX = 10_000
 
 
 class Agent:
@@ -63,6 +66,7 @@ class Agent:
         self.listener = None
         self.membership = rp_membership.from_conf(conf)
         self._event_sent_at = {}  # uuid -> earliest notification not yet synced
+        self._unowned_events = collections.OrderedDict()  # uuid -> when, another's node
         self._event_lock = threading.Lock()
         self.ring = self._ring({conf.host})
         self._export_health()
@@ -91,8 +95,24 @@ class Agent:
             if members and members != self.ring.members:
                 LOG.info("ring members now %s", sorted(members))
                 self.ring = self._ring(members)
+                self.take_over_recent_events()
                 self.wake.set()
             self.stopping.wait(self.conf.coordination.heartbeat)
+
+    def take_over_recent_events(self):
+        """Nodes named by notifications while another agent owned them, within the last
+        two leases: the ones this agent owns now go ahead of the resync, since their
+        owner may have died before syncing them (a takeover then costs the detection
+        and one sync, not a place in the resync of every newly owned node)."""
+        horizon = time.monotonic() - 2 * self.conf.coordination.lease
+        with self._event_lock:
+            recent = [u for u, seen in self._unowned_events.items() if seen >= horizon]
+            self._unowned_events.clear()
+        taken = [uuid for uuid in recent if self.owns(uuid)]
+        for uuid in taken:
+            self.queue.add(uuid, urgent=True)
+        if taken:
+            LOG.info("%d recently changed nodes are now this agent's: synced first", len(taken))
 
     def watch_fencing(self):
         """Stop the queue while fenced; resync when the membership is renewed, since
@@ -120,6 +140,11 @@ class Agent:
     def on_notification(self, uuid, event_type, sent_at):
         if not self.owns(uuid):
             self.metrics.notifications.labels("not_owned").inc()
+            with self._event_lock:  # for a takeover (take_over_recent_events)
+                self._unowned_events[uuid] = time.monotonic()
+                self._unowned_events.move_to_end(uuid)
+                while len(self._unowned_events) > RECENT_EVENTS_MAX:
+                    self._unowned_events.popitem(last=False)
             return
         self.metrics.notifications.labels("accepted").inc()
         sent_at = sent_at or time.time()

@@ -30,6 +30,9 @@ class ReporterApp(app.App):
         self._conf = None
 
     NAME = "rp-reporter"
+    # The console shows warnings and errors (-v: what each node got, --debug: all);
+    # the command's rows go to stdout, its one-line errors to stderr.
+    DEFAULT_VERBOSE_LEVEL = 0
     # Client libraries that log their own view of a failure we report in one line.
     QUIET_LOGGERS = ("keystoneauth", "ironicclient")
 

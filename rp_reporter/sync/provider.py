@@ -128,7 +128,8 @@ class ProviderSync:
         with self._lock:
             for uuid, observed in entries.items():
                 self._cache.setdefault(uuid, self._interned.observed(observed))
-        LOG.info("%d saved observations restored", len(entries))
+        if entries:
+            LOG.info("%d saved observations restored", len(entries))
 
     def forget(self, uuid):
         with self._lock:

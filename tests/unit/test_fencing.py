@@ -76,3 +76,19 @@ def test_a_renewal_after_the_deadline_counts_a_lapse(tmp_path):
         assert group.lapses == 1
     finally:
         group.stop()
+
+
+def test_a_node_changed_while_another_agent_owned_it_goes_first_after_a_takeover(agent):
+    agent.conf.set_override("host", "me")
+    agent.ring = agent._ring({"me", "dead"})
+    theirs = next(f"node-{i}" for i in range(100) if agent.ring.owner(f"node-{i}") == "dead")
+    mine = next(f"node-{i}" for i in range(100) if agent.ring.owner(f"node-{i}") == "me")
+    agent.on_notification(theirs, "baremetal.node.update.end", None)  # not ours: dropped
+    assert agent.synced == []
+    agent.queue.pause(True)
+    agent.queue.add(mine)  # a resync's key, queued before the takeover
+    agent.ring = agent._ring({"me"})  # "dead" left the group
+    agent.take_over_recent_events()
+    agent.queue.pause(False)
+    wait_until(lambda: len(agent.synced) == 2, 3, "both synced")
+    assert agent.synced == [theirs, mine]  # the recently changed node first
