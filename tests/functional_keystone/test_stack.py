@@ -1,16 +1,15 @@
 """The production-shaped stack itself, and the reporter on it with the good credentials:
-the catalog, what each test identity may do (measured against the real services), a
-one-shot reconcile run as a process."""
+the catalog, what each test identity may do (measured against the real services), and
+tests/functional's reconcile tests for every kind of node (in-process) and a second
+run from a new process.  Wrong credentials: test_safety.py."""
 
-import json
 
 import pytest
 from keystoneauth1 import adapter
 from keystoneauth1 import loading
 from keystoneauth1 import session as ks_session
 
-from tests.functional.test_reconcile import GOLD
-from tests.functional.test_reconcile import MANAGED
+from tests.functional.test_reconcile import test_each_kind_of_node_ends_exactly_right  # noqa: F401
 from tests.functional.test_reconcile import test_second_pass_from_a_new_process_writes_nothing  # noqa: F401,E501
 from tools import localstack
 
@@ -78,41 +77,3 @@ def test_identities_behave_as_measured(stack, ironic, placement):
             "reshape": reshape.status_code,
         }
     assert seen == MEASURED
-
-
-def test_reconcile_as_a_process_gives_each_node_its_provider(ironic, placement, cli):
-    nodes = {
-        "available": ironic.create(),
-        "maintenance": ironic.create(maintenance=True),
-        "active": ironic.create(state="active"),
-        "power_off": ironic.create(power="power off"),
-        "traits": ironic.create(traits=["CUSTOM_GPU"]),
-        "no_class": ironic.create(resource_class=None),
-    }
-    code, out, err = cli("reconcile", "-f", "json")
-    assert code == 0, err
-    (row,) = json.loads(out)
-    assert row["created"] == 5 and row["skipped"] == 1 and row["failed"] == 0, row
-    got = {name: placement.provider(node) for name, node in nodes.items()}
-    assert got["available"]["inventories"] == {GOLD: (1, 0, 1)}
-    assert got["power_off"]["inventories"] == {GOLD: (1, 0, 1)}
-    assert got["maintenance"]["inventories"] == {GOLD: (1, 1, 1)}
-    assert got["active"]["inventories"] == {GOLD: (1, 1, 1)}
-    assert got["traits"]["traits"] == {"CUSTOM_GPU", MANAGED}
-    assert all(MANAGED in p["traits"] for p in got.values() if p)
-    assert got["no_class"] is None
-
-
-def test_ironic_credentials_that_see_no_node_delete_no_provider(stack, shard, ironic,
-                                                                 placement, cli, tmp_path):
-    """The data-loss scenario: the reporter's Ironic user is project-scoped (rp-service),
-    so Ironic shows it no node, and every node looks gone.  Nothing may be deleted."""
-    nodes = ironic.create_many(3)
-    code, _, err = cli("reconcile", "-f", "json")
-    assert code == 0, err
-    wrong = tmp_path / "wrong.conf"
-    wrong.write_text(stack.reporter_conf(
-        ironic={**stack.credentials("rp-service"), "shard": shard}))
-    for _ in range(2):
-        cli("reconcile", "-f", "json", config_file=str(wrong))
-    assert all(placement.provider(n) for n in nodes)
