@@ -225,6 +225,11 @@ class Placement:
     def deallocate(self, consumer):
         self._call("DELETE", f"/allocations/{consumer}")
 
+    def allocations(self, consumer):
+        """{provider: {class: amount}} of one consumer ({} when it has none)."""
+        held = self._call("GET", f"/allocations/{consumer}")["allocations"]
+        return {rp: dict(a["resources"]) for rp, a in held.items()}
+
     def remove_providers(self, rps):
         """Delete these providers and whatever is allocated against them (test clean-up:
         a provider left for a deleted node would count against the next test's reporter
