@@ -173,10 +173,13 @@ class Agent:
         self._enqueue(drift.keys)
         self.metrics.nodes_owned.set(drift.nodes)
         self.metrics.nodes_skipped.set(drift.skipped)
-        found = len(drift.keys) + len(drift.new)
-        if drift.keys:
-            LOG.info("reconcile: %d of %d nodes out of step, queued", len(drift.keys),
+        found = drift.changed + len(drift.new)
+        if drift.changed:
+            LOG.info("reconcile: %d of %d nodes out of step, queued", drift.changed,
                      drift.nodes)
+        if len(drift.keys) > drift.changed:
+            LOG.info("reconcile: %d nodes due for re-verification, queued",
+                     len(drift.keys) - drift.changed)
         if drift.new:
             new, drift.new = drift.new, None  # used up as it goes
             self.create_in_bulk(new)

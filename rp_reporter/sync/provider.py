@@ -103,6 +103,7 @@ class ProviderSync:
         self.conflict_retries = conflict_retries
         self.reverify_passes = reverify_passes
         self.pass_number = 0  # which share of the cache this pass re-reads
+        self.reverifying = set()  # this pass: in step as cached, re-read only because due
         self.bulk = True  # POST /reshaper allowed (until Placement says 403)
         self._cache = {}
         self._interned = _Interned()
@@ -111,6 +112,7 @@ class ProviderSync:
     def start_pass(self):
         """A new bulk pass: the next share of the cache is due for re-reading."""
         self.pass_number += 1
+        self.reverifying = set()
 
     def snapshot(self):
         """The cache as a document that survives the process."""
@@ -145,12 +147,17 @@ class ProviderSync:
             return planner.plan(desired, None) == ()
         with self._lock:
             cached = self._cache.get(desired.uuid)
-            if (cached is None or cached.generation != listed[1]
-                    or observations.due(desired.uuid, self.pass_number, self.reverify_passes)):
+            if cached is None or cached.generation != listed[1]:
                 self._cache.pop(desired.uuid, None)
                 return False
-        return (not planner.needs_usages(desired, cached)
-                and planner.plan(desired, cached) == ())
+        in_step = (not planner.needs_usages(desired, cached)
+                   and planner.plan(desired, cached) == ())
+        if observations.due(desired.uuid, self.pass_number, self.reverify_passes):
+            self.forget(desired.uuid)
+            if in_step:  # not drift: read again only to bound a wrong entry's life
+                self.reverifying.add(desired.uuid)
+            return False
+        return in_step
 
     def _observe(self, uuid, listed_generation):
         if listed_generation is NOT_LISTED:

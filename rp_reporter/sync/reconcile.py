@@ -74,6 +74,7 @@ class Drift:
     nodes: int  # owned nodes observed
     skipped: int  # of those, nodes that cannot be offered
     verdict: absence.Verdict  # providers whose nodes are gone: delete, wait, or refuse
+    changed: int = 0  # of keys, nodes out of step (the rest are due for re-verification)
 
 
 class Reconciler:
@@ -206,8 +207,9 @@ class Reconciler:
             if d.problem:
                 self._log_problem_once(d.uuid, d.problem)
         skipped = sum(1 for d in desired if d.problem) + summary.outcomes[Outcome.SKIPPED]
+        changed = sum(1 for d in rest if d.uuid not in self.syncer.reverifying)
         return Drift(keys=[d.uuid for d in rest], new=new, nodes=len(desired),
-                     skipped=skipped, verdict=verdict)
+                     skipped=skipped, verdict=verdict, changed=changed)
 
     def restore_observations(self):
         """Start from the observations an earlier process saved (if any)."""
