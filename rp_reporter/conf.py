@@ -131,6 +131,17 @@ RING_OPTS = [
                      "backend_url is set. This agent's host is always a member."),
 ]
 
+TRAITS_OPTS = [
+    cfg.StrOpt("rules_file",
+               help="YAML rule file mapping node capabilities and properties to traits "
+                    "(etc/rp_reporter/capability-rules.yaml). Set: the agent keeps each "
+                    "node's derived traits in step on every change, adding what the rules "
+                    "derive and removing only traits it derived and recorded in the node's "
+                    "extra/rp_reporter_derived_traits. Unset: the agent leaves capabilities "
+                    "alone, and `rp-reporter traits from-capabilities` uses the built-in "
+                    "rules."),
+]
+
 GROUP_OPTS = {
     None: DEFAULT_OPTS,
     "ironic": IRONIC_OPTS,
@@ -140,6 +151,7 @@ GROUP_OPTS = {
     "agent": AGENT_OPTS,
     "coordination": COORDINATION_OPTS,
     "ring": RING_OPTS,
+    "traits": TRAITS_OPTS,
 }
 
 # keystoneauth1 options (auth, session, adapter) for each service we call,

@@ -14,6 +14,7 @@ from ironicclient import client as ironic_client
 from ironicclient.common.apiclient import exceptions as ironic_exc
 from keystoneauth1 import exceptions as ksa_exc
 
+from rp_reporter import capabilities
 from rp_reporter import errors
 
 LOG = logging.getLogger(__name__)
@@ -22,6 +23,8 @@ LOG = logging.getLogger(__name__)
 # conductor_group 1.46, shard 1.82); the client negotiates the version.
 NODE_FIELDS = ("uuid", "name", "resource_class", "provision_state", "power_state", "maintenance",
                "instance_uuid", "traits", "conductor_group", "shard")
+# What the capability traits read beside NODE_FIELDS.
+TRAIT_FIELDS = ("properties", "extra")
 # What shows a project-scoped listing to be complete (owner 1.50, lessee 1.65).
 OWNER_FIELDS = ("owner", "lessee")
 
@@ -189,12 +192,45 @@ class IronicClient:
         return {n.uuid for n in nodes}
 
     @_translated
-    def get_node(self, ident):
+    def get_node(self, ident, extra_fields=()):
         """One node's record (by uuid or name), or None when Ironic answers 404."""
+        fields = NODE_FIELDS + tuple(extra_fields)
         try:
-            return _record(self._client.node.get(ident, fields=list(NODE_FIELDS)))
+            return _record(self._client.node.get(ident, fields=list(fields)), fields)
         except ironic_exc.NotFound:
             return None
+
+    @_translated
+    def add_trait(self, uuid, trait):
+        """Add one trait to a node (``PUT /v1/nodes/{n}/traits/{t}``: the node's other
+        traits, and a concurrent edit of them, are left alone)."""
+        try:
+            self._client.node.add_trait(uuid, trait)
+        except ironic_exc.NotFound:
+            raise errors.ServiceError("ironic", errors.FAILED,
+                                      f"Ironic: node {uuid} not found") from None
+
+    @_translated
+    def remove_trait(self, uuid, trait):
+        """Remove one trait from a node (``DELETE /v1/nodes/{n}/traits/{t}``); False when
+        the node no longer has it (or is gone), True when removed."""
+        try:
+            self._client.node.remove_trait(uuid, trait)
+        except ironic_exc.NotFound:
+            return False
+        return True
+
+    @_translated
+    def record_derived_traits(self, uuid, traits):
+        """Write the sorted list of traits rp_reporter derived and added into the node's
+        ``extra/rp_reporter_derived_traits`` (one JSON PATCH of that key alone)."""
+        path = "/extra/" + capabilities.RECORD_KEY
+        try:
+            self._client.node.update(uuid, [{"op": "add", "path": path,
+                                             "value": sorted(traits)}])
+        except ironic_exc.NotFound:
+            raise errors.ServiceError("ironic", errors.FAILED,
+                                      f"Ironic: node {uuid} not found") from None
 
     @_translated
     def set_resource_class(self, uuid, resource_class):
