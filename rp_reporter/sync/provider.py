@@ -5,6 +5,8 @@ This is the single per-node sync routine; the reconcile pass, the agent's
 work queue and the CLI all go through ``ProviderSync.sync``.
 """
 
+import collections
+import concurrent.futures
 import dataclasses
 import enum
 import logging
@@ -20,6 +22,10 @@ from rp_reporter.sync.placement import PlacementError
 LOG = logging.getLogger(__name__)
 
 RESHAPE_GENERATION_STEP = 2
+# POST /reshaper requests in flight at once while new providers are created.
+# Each is one transaction over a whole batch; more than a few only queue up
+# in Placement behind the creations (tox -e bench -- sweep).
+RESHAPERS = 3
 
 NOT_LISTED = object()  # the bulk listing did not show this provider
 USE_CACHE = object()  # no listing at hand: trust the cache (a stale one costs a 409)
@@ -104,6 +110,7 @@ class ProviderSync:
         self.reverify_passes = reverify_passes
         self.pass_number = 0  # which share of the cache this pass re-reads
         self.reverifying = set()  # this pass: in step as cached, re-read only because due
+        self._reverified = set()  # this pass: due entries already re-read (reverify())
         self.bulk = True  # POST /reshaper allowed (until Placement says 403)
         self._cache = {}
         self._interned = _Interned()
@@ -113,6 +120,34 @@ class ProviderSync:
         """A new bulk pass: the next share of the cache is due for re-reading."""
         self.pass_number += 1
         self.reverifying = set()
+        self._reverified = set()
+
+    def due(self):
+        """The cached providers this pass re-reads whatever the cache says."""
+        with self._lock:
+            return [u for u in self._cache
+                    if observations.due(u, self.pass_number, self.reverify_passes)]
+
+    def reverify(self, uuid):
+        """Re-read one due entry now: the pass runs these beside its listings, so the
+        rolling re-verification costs no time of its own.  The fresh read replaces
+        the entry; ``in_step`` then trusts it like any other, against the listing's
+        generation (a write in between shows there).  A failed read leaves the
+        entry due: the sync reads it again."""
+        pass_number = self.pass_number
+        try:
+            observed = self.placement.observe(uuid)
+        except Exception as e:  # noqa: BLE001 - read again by the sync, where it counts
+            LOG.debug("node %s: re-verification read failed: %s", uuid, e)
+            return
+        with self._lock:
+            if pass_number != self.pass_number:
+                return  # a read that outlived its (failed) pass
+            if observed is None:
+                self._cache.pop(uuid, None)
+            else:
+                self._cache[uuid] = self._interned.observed(observed)
+            self._reverified.add(uuid)
 
     def snapshot(self):
         """The cache as a document that survives the process."""
@@ -152,7 +187,8 @@ class ProviderSync:
                 return False
         in_step = (not planner.needs_usages(desired, cached)
                    and planner.plan(desired, cached) == ())
-        if observations.due(desired.uuid, self.pass_number, self.reverify_passes):
+        if (observations.due(desired.uuid, self.pass_number, self.reverify_passes)
+                and desired.uuid not in self._reverified):
             self.forget(desired.uuid)
             if in_step:  # not drift: read again only to bound a wrong entry's life
                 self.reverifying.add(desired.uuid)
@@ -259,17 +295,27 @@ class ProviderSync:
                 result = dataclasses.replace(result, outcome=Outcome.CREATED)
             return result
 
-        pending = []
-        for desired, ops, generation, created in pool.map(prepare, desired_list):
-            if generation is None:
-                yield (finish_created if created else one_by_one)(desired)
-                continue
-            pending.append((desired, ops, generation))
-            if len(pending) == batch:
-                yield from self._set_inventories_in_bulk(pending, finish_created)
-                pending = []
-        if pending:
-            yield from self._set_inventories_in_bulk(pending, finish_created)
+        def in_bulk(pending):
+            return list(self._set_inventories_in_bulk(pending, finish_created))
+
+        # Batches are posted while the next ones are created: inline, each POST
+        # /reshaper left the creation workers idle for its whole round trip.
+        with concurrent.futures.ThreadPoolExecutor(RESHAPERS) as reshapers:
+            posted, pending = collections.deque(), []
+            for desired, ops, generation, created in pool.map(prepare, desired_list):
+                if generation is None:
+                    yield (finish_created if created else one_by_one)(desired)
+                    continue
+                pending.append((desired, ops, generation))
+                if len(pending) == batch:
+                    posted.append(reshapers.submit(in_bulk, pending))
+                    pending = []
+                while posted and posted[0].done():
+                    yield from posted.popleft().result()
+            if pending:
+                posted.append(reshapers.submit(in_bulk, pending))
+            while posted:
+                yield from posted.popleft().result()
 
     def _set_inventories_in_bulk(self, pending, one_by_one):
         try:

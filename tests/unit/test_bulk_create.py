@@ -120,3 +120,25 @@ def test_any_error_while_creating_costs_that_node_only():
     # The first was created before its traits failed: it counts as created too.
     assert sorted(r.uuid for r in results if r.outcome is provider.Outcome.CREATED) == \
         sorted(d.uuid for d in nodes)
+
+
+
+def test_a_batch_is_posted_while_the_one_before_is_in_flight():
+    """POST /reshaper requests overlap: the next batch does not wait for the last."""
+    import threading
+    second_posted = threading.Event()
+    nodes = new_nodes(6)
+
+    class SlowReshaper(RecordingPlacement):
+        def reshape_inventories(self, entries):
+            super().reshape_inventories(entries)
+            if nodes[0].uuid in entries:  # the first batch answers only once the second
+                assert second_posted.wait(10), "the second batch waited for the first"
+            else:
+                second_posted.set()
+
+    syncer = provider.ProviderSync(SlowReshaper())
+    results, one_by_one = run(syncer, nodes, batch=3)
+    assert one_by_one == []
+    assert sorted(r.uuid for r in results) == [n.uuid for n in nodes]
+    assert all(r.outcome is provider.Outcome.CREATED for r in results)

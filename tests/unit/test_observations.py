@@ -92,3 +92,63 @@ def test_a_malformed_saved_cache_is_ignored():
     syncer = provider.ProviderSync(ReadingPlacement({}))
     syncer.restore({"format": 1, "entries": "junk"})
     assert syncer.snapshot()["entries"] == {}
+
+
+def _due_at(u, period):
+    """Passes until ``u`` is due, for a syncer restored at pass 0."""
+    return observations.bucket(u, period) or period
+
+
+def test_a_due_entry_read_ahead_of_the_listing_is_trusted_in_its_pass():
+    (u,) = entries(1)
+    held = Observed(u, 3, GOLD, frozenset({"CUSTOM_A", model.MANAGED_TRAIT}))
+    desired = model.Desired(u, u, "CUSTOM_GOLD", 0, frozenset({"CUSTOM_A"}))
+    period = 5
+    placement = ReadingPlacement({u: held})
+    syncer = provider.ProviderSync(placement, reverify_passes=period)
+    syncer.restore(observations.dump({u: held}, pass_number=0))
+    for _ in range(_due_at(u, period)):
+        syncer.start_pass()
+    assert syncer.due() == [u]
+    syncer.reverify(u)
+    # Read once, ahead; in step, so the pass has nothing left to do for it.
+    assert placement.reads == 1
+    assert syncer.in_step(desired, (u, 3)) and u not in syncer.reverifying
+    syncer.start_pass()
+    assert syncer.due() == []
+
+
+def test_a_wrong_entry_read_ahead_is_repaired_in_its_pass():
+    (u,) = entries(1)
+    believed = Observed(u, 3, GOLD, frozenset({"CUSTOM_A", model.MANAGED_TRAIT}))
+    truth = Observed(u, 3, GOLD, frozenset({"CUSTOM_B", model.MANAGED_TRAIT}))
+    desired = model.Desired(u, u, "CUSTOM_GOLD", 0, frozenset({"CUSTOM_A"}))
+    period = 5
+    placement = ReadingPlacement({u: truth})
+    syncer = provider.ProviderSync(placement, reverify_passes=period)
+    syncer.restore(observations.dump({u: believed}, pass_number=0))
+    for _ in range(_due_at(u, period)):
+        syncer.start_pass()
+    syncer.reverify(u)
+    assert not syncer.in_step(desired, (u, 3))
+    result = syncer.sync(desired, 3, dry_run=True)
+    assert placement.reads == 1  # the read ahead is the one the sync plans on
+    assert [op.kind for op in result.ops] == ["traits"]
+
+
+def test_a_read_ahead_that_outlives_its_pass_does_not_count_for_the_next():
+    (u,) = entries(1)
+    held = Observed(u, 3, GOLD, frozenset({model.MANAGED_TRAIT}))
+    period = 1  # due in every pass
+
+    class SlowPlacement(ReadingPlacement):
+        def observe(self, uuid):
+            syncer.start_pass()  # the pass failed and the next one began meanwhile
+            return super().observe(uuid)
+
+    syncer = provider.ProviderSync(SlowPlacement({u: held}), reverify_passes=period)
+    syncer.restore(observations.dump({u: held}, pass_number=0))
+    syncer.start_pass()
+    syncer.reverify(u)
+    desired = model.Desired(u, u, "CUSTOM_GOLD", 0, frozenset())
+    assert not syncer.in_step(desired, (u, 3))  # still due: read again by the sync
