@@ -144,12 +144,33 @@ class Unset(_Change):
 
 class Audit(app.CommandMixin, lister.Lister):
     """Nodes without a class, drift between the model and Placement, classes in use, and
-    spellings that normalize to one class.  Exit 0 when clean, 1 when it found something."""
+    spellings that normalize to one class; capability keys in use (``capability``),
+    malformed capabilities (``capability_problem``), two values giving one trait
+    (``trait_collision``) and, per --flavor-json, how many nodes the flavor matches
+    before and after translation (``flavor``, ``flavor_untranslatable``).
+    Exit 0 when clean, 1 when it found something."""
 
     FINDINGS = ("unclassified", "invalid_class", "invalid_node", "drift", "stale_provider",
-                "absent_node", "deletion_refused", "spellings")
+                "absent_node", "deletion_refused", "spellings", "capability_problem",
+                "trait_collision", "flavor_untranslatable")
+
+    def get_parser(self, prog_name):
+        parser = super().get_parser(prog_name)
+        parser.add_argument("--flavor-json", metavar="FILE", action="append", default=[],
+                            help="The JSON of `openstack flavor show -f json`: how many nodes "
+                                 "it matches before (capabilities) and after (traits) "
+                                 "translation (repeatable).")
+        parser.add_argument("--rules", metavar="FILE",
+                            help="Capability rule file (default: [traits] rules_file, else "
+                                 "the built-in rules).")
+        return parser
 
     def take_action(self, args):
+        from rp_reporter.cli import capabilities as cli_caps  # it imports this module
+
+        cli_caps.resolve_rules(args.rules, self.app.conf)  # a bad file: before any reading
+        for path in args.flavor_json:
+            cli_caps.load_flavors(path)
         summary = wiring.reconciler(self.app.conf).run(dry_run=True, progress=Progress())
         rows = []
         for r in sorted(summary.results, key=lambda r: r.uuid):
@@ -181,6 +202,7 @@ class Audit(app.CommandMixin, lister.Lister):
             if len(spellings[rc]) > 1:
                 rows.append(("spellings", rc, " ".join(repr(s) for s in sorted(spellings[rc]))
                              + f" all normalize to {rc}"))
+        rows += cli_caps.audit(self.app.conf, args.rules, args.flavor_json)
         if any(row[0] in self.FINDINGS or row[0] == "error" for row in rows):
             self.exit_code = app.EXIT_FAILED
         return ("finding", "subject", "detail"), rows
