@@ -18,6 +18,7 @@ two bare listings ours cannot avoid, and a drift of 1% of the nodes.
 """
 
 import collections
+import concurrent.futures
 import time
 
 from keystoneauth1 import adapter as ksa_adapter
@@ -170,15 +171,20 @@ def compare_at(nodes, with_nova, args=None):
         # and each reports its median: whichever runs first after a write-heavy
         # phase finds Ironic and Placement colder.
         placement = reconciler.syncer.placement
-        ours, listings = [], []
+        # Ours lists both sides at once; the issue's yardstick is the two listings
+        # one after the other, and the same two side by side are shown beside it.
+        ours, listings, side_by_side = [], [], []
         for _ in range(3):
             ours.append(timed(reconciler.run))
             listings.append(timed(lambda: (reconciler.ironic.list_nodes(),
                                            placement.list_providers())))
+            side_by_side.append(timed(lambda: both_listings(reconciler)))
         summary, wall, cpu = sorted(ours, key=lambda t: t[1])[1]
         row("ours", "no change", wall, cpu, summary.requests)
         _, wall, cpu = sorted(listings, key=lambda t: t[1])[1]
-        row("bare", "no change (the 2 listings)", wall, cpu, {"GET": 1})
+        row("bare", "no change (the 2 listings)", wall, cpu, {"GET": 2})
+        _, wall, cpu = sorted(side_by_side, key=lambda t: t[1])[1]
+        row("bare", "no change (the 2 listings side by side)", wall, cpu, {"GET": 2})
         if with_nova:
             before = collections.Counter(nova_adapter.requests)
             _, wall, cpu = timed(lambda: nova_pass(nova_client, ctx, desired))
@@ -210,6 +216,13 @@ def compare_at(nodes, with_nova, args=None):
     return results, ratios_of(results)
 
 
+def both_listings(reconciler):
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        providers = pool.submit(reconciler.syncer.placement.list_providers)
+        reconciler.ironic.list_nodes()
+        providers.result()
+
+
 def ratios_of(rows):
     by = {(r["contender"], r["phase"]): r for r in rows}
 
@@ -229,6 +242,9 @@ def ratios_of(rows):
             ("nova", "no change"), ("ours", "no change"), "cpu_s"),
         "no change wall, ours / the two listings": ratio(
             ("ours", "no change"), ("bare", "no change (the 2 listings)"), "wall_s"),
+        "no change wall, ours / the two listings side by side": ratio(
+            ("ours", "no change"), ("bare", "no change (the 2 listings side by side)"),
+            "wall_s"),
         "new process wall (state file), ours / the two listings": ratio(
             ("ours", "no change (new process)"), ("bare", "no change (the 2 listings)"),
             "wall_s"),
