@@ -11,9 +11,15 @@ sync makes Placement match the node:
   inventories a batch per POST /reshaper; whatever that path cannot take goes
   to the queue.
 
+With ``[traits] rules_file`` set, both paths also keep each owned node's
+derived traits (from its capabilities and other properties) in step on the
+Ironic node, and the provider carries them in the same sync.  The rules are
+loaded once at start (a bad file: one line, exit 2) and again on SIGHUP (a bad
+file then keeps the rules in force, with one log line).
+
 SIGTERM and SIGINT stop it gracefully (in-flight syncs finish, exit 0);
-SIGHUP reloads the mutable options (debug, interval, jitter) and reopens the
-log file.  Logging is oslo.log's (rp_reporter.log); under systemd with
+SIGHUP reloads the mutable options (debug, interval, jitter) and the trait
+rules, and reopens the log file.  Logging is oslo.log's (rp_reporter.log); under systemd with
 Type=notify the agent says READY=1 once /healthz is served and the listener is
 bound.
 """
@@ -47,13 +53,28 @@ LOG = logging.getLogger("rp_reporter.agent")
 RECENT_EVENTS_MAX = 10_000
 
 
+def load_rules(conf):
+    """The trait rules of ``[traits] rules_file``, or None when it is unset; a bad
+    file raises ValueError, in one line naming the option, the file and the place."""
+    path = conf.traits.rules_file
+    if not path:
+        return None
+    from rp_reporter import capabilities  # only with rules: no cost for the others
+
+    try:
+        return capabilities.load_rules(path)
+    except capabilities.RulesError as e:
+        raise ValueError(f"[traits] rules_file: {e}") from None
+
+
 class Agent:
-    def __init__(self, conf):
+    def __init__(self, conf, rules=None):
         self.conf = conf
         self.metrics = rp_metrics.Metrics()
         self.reconciler = wiring.reconciler(conf, owns=self.owns)
         # One syncer (and so one cache) for the resync and the work queue.
         self.ironic, self.syncer = self.reconciler.ironic, self.reconciler.syncer
+        self.use_rules(rules)
         self.queue = work_queue.WorkQueue(self.sync_node, workers=conf.agent.workers,
                                           wanted=self.owns, backoff_max=conf.agent.retry_max,
                                           on_done=self._synced)
@@ -70,6 +91,15 @@ class Agent:
         self._event_lock = threading.Lock()
         self.ring = self._ring({conf.host})
         self._export_health()
+
+    def use_rules(self, rules):
+        """Keep derived traits in step by these rules from now on (None: not at all)."""
+        if rules is None:
+            self.reconciler.node_traits = None
+            return
+        from rp_reporter.sync import capability_traits
+
+        self.reconciler.node_traits = capability_traits.NodeTraits(self.ironic, rules)
 
     def _export_health(self):
         """/healthz's answer as gauges, read at each scrape."""
@@ -241,8 +271,10 @@ class Agent:
     # -- the one per-node sync --------------------------------------------
     def sync_node(self, uuid):
         """Make Placement match node ``uuid`` as Ironic has it now; False to retry."""
+        extra_fields = self.reconciler.extra_fields
         try:
-            record = self.ironic.get_node(uuid)
+            record = (self.ironic.get_node(uuid, extra_fields=extra_fields) if extra_fields
+                      else self.ironic.get_node(uuid))
         except errors.ServiceError as e:
             return self._failed(e)
         self.ironic_dep.ok()
@@ -262,6 +294,9 @@ class Agent:
                     LOG.warning("node %s: skipped: %s", uuid, e)
                     self.metrics.failures.labels("invalid_node").inc()
                     return True
+                # Derived traits go to Ironic first (the truth), then to the provider
+                # in this same sync: no wait for a notification of that write.
+                node = self.reconciler.with_derived_traits(record, node)
                 result = self.syncer.sync(self.reconciler.desired(node), provider.USE_CACHE)
         except errors.ServiceError as e:
             return self._failed(e)
@@ -329,6 +364,20 @@ class Agent:
         _setup_logging(self.conf)  # reopens the log file, as OpenStack services do
         LOG.info("reloaded: interval=%s jitter=%s debug=%s; log reopened",
                  self.conf.reconcile.interval, self.conf.reconcile.jitter, self.conf.debug)
+        self.reload_rules()
+
+    def reload_rules(self):
+        """The trait rules read again; a bad file keeps the rules in force (one line)."""
+        try:
+            rules = load_rules(self.conf)
+        except ValueError as e:
+            LOG.error("trait rules not reloaded, the rules in force are kept: %s", e)
+            return False
+        self.use_rules(rules)
+        if rules is not None:
+            LOG.info("trait rules reloaded from %s", self.conf.traits.rules_file)
+            self.wake.set()  # a resync puts every node in step with the new rules
+        return True
 
     def next_wait(self):
         interval, jitter = self.conf.reconcile.interval, self.conf.reconcile.jitter
@@ -406,6 +455,7 @@ def main(argv=None):
     try:
         conf = rp_conf.load(sys.argv[1:] if argv is None else argv)
         wiring.check(conf)
+        rules = load_rules(conf)
     except (cfg.Error, ValueError) as e:
         print(f"rp-reporter-agent: error: bad configuration: {e}", file=sys.stderr)
         return 2
@@ -415,7 +465,9 @@ def main(argv=None):
         print(f"rp-reporter-agent: error: bad logging configuration: {e}", file=sys.stderr)
         return 2
     conf.log_opt_values(LOG, logging.DEBUG)  # oslo.config masks every secret option
-    agent = Agent(conf)
+    agent = Agent(conf, rules)
+    if rules is not None:
+        LOG.info("derived traits kept in step by the rules of %s", conf.traits.rules_file)
     signal.signal(signal.SIGTERM, agent.stop)
     signal.signal(signal.SIGINT, agent.stop)
     signal.signal(signal.SIGHUP, agent.reload)

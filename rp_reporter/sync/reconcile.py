@@ -7,6 +7,13 @@ only where the cached observation is stale, so a pass where nothing changed
 costs those two listings and writes nothing.  Deletion is decided by
 ``absence.judge``: never on one listing, never on a listing that may be
 partial, never for a mass disappearance unless the operator allows it.
+
+With ``node_traits`` set (``[traits] rules_file``), the listing also carries
+each node's properties and extra, and a node whose derived traits (from its
+capabilities and other properties) differ from what Ironic holds has them
+written to Ironic before its desired provider is built, so the provider gets
+them in the same pass.  Deciding that is pure: a node already in step costs
+no Ironic request.
 """
 
 import collections
@@ -24,6 +31,9 @@ from rp_reporter.sync.provider import Outcome
 from rp_reporter.sync.provider import Result
 
 LOG = logging.getLogger(__name__)
+
+# The node fields derived traits are computed from (properties) and recorded in (extra).
+TRAIT_FIELDS = ("properties", "extra")
 
 # Above this many unexplained providers, one unscoped uuid-only Ironic listing
 # is cheaper than a direct read each.
@@ -98,6 +108,61 @@ class Reconciler:
         # Managed providers whose nodes exist outside this reporter's scope
         # (another shard or conductor group): not ours to delete, not re-checked.
         self._foreign = set()
+        # capability_traits.NodeTraits when [traits] rules_file is set (the agent sets
+        # it, and swaps it on a reload); None: no derived traits, no extra fields listed.
+        self.node_traits = None
+        # Nodes whose derived traits could not be written in the last pass (the agent
+        # hands them to its work queue, which retries with backoff).
+        self.trait_failures = {}
+
+    @property
+    def extra_fields(self):
+        """The node fields to list and read beyond the model's: none without rules."""
+        return TRAIT_FIELDS if self.node_traits is not None else ()
+
+    def plan_traits(self, record):
+        """The derived-trait changes Ironic needs for this node record (pure), or None
+        when there are none or the record cannot be read (logged once)."""
+        node_traits = self.node_traits
+        if node_traits is None:
+            return None
+        try:
+            changes = node_traits.plan(record)
+            problems = node_traits.problems(record)
+        except Exception as e:  # odd properties cost that node's derived traits only
+            self._log_problem_once(record.get("uuid"), f"derived traits not computed: {e}",
+                                   prefix="")
+            return None
+        if problems:  # one line per node and distinct problems, however many passes
+            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+            self._log_problem_once(record.get("uuid"), "derived traits: skipped "
+                                   + "; ".join(problems[:3]) + more, prefix="")
+        return changes if changes.changed else None
+
+    def with_derived_traits(self, record, node, dry_run=False):
+        """``node`` as Ironic holds it once its derived traits are in step: they are
+        written to Ironic here (``NodeTraits.apply``) unless ``dry_run``.  Ironic's
+        errors propagate (the caller retries); a node already in step costs nothing."""
+        changes = self.plan_traits(record)
+        if changes is None:
+            return node
+        if not dry_run:
+            LOG.info("node %s: traits derived from its properties out of step in Ironic "
+                     "(missing: %s; derived earlier, no longer: %s): written to Ironic",
+                     node.uuid, _names(changes.add), _names(changes.remove))
+            changes = self.node_traits.apply(record)
+        return dataclasses.replace(node, traits=(node.traits - changes.remove) | changes.add)
+
+    def _write_traits(self, record, node):
+        """with_derived_traits() in the pass's pool: a failure costs that node's derived
+        traits this pass (the node is synced as Ironic holds it), never the pass."""
+        try:
+            return self.with_derived_traits(record, node)
+        except Exception as e:  # noqa: BLE001 - one node's failure costs that node
+            LOG.warning("node %s: derived traits not written to Ironic: %s; retried",
+                        node.uuid, e)
+            self.trait_failures[node.uuid] = f"derived traits not written to Ironic: {e}"
+            return node
 
     def desired(self, node):
         """model.desired() with this reporter's options; refused node traits logged once."""
@@ -107,25 +172,46 @@ class Reconciler:
             LOG.warning("node %s: %s", desired.uuid, desired.refusal)
         return desired
 
-    def _log_problem_once(self, uuid, reason):
+    def _log_problem_once(self, uuid, reason, prefix="skipped: "):
         if (uuid, reason) not in self._logged_problems:
             self._logged_problems.add((uuid, reason))
-            LOG.warning("node %s: skipped: %s", uuid, reason)
+            LOG.warning("node %s: %s%s", uuid, prefix, reason)
 
-    def _desired(self, records, summary, keep_views):
-        desired = []
-        for record in records:
-            try:
-                node = model.node_from_api(record)
-            except model.InvalidNode as e:
-                uuid = str(record.get("uuid") if isinstance(record, dict) else record)[:64]
-                self._log_problem_once(uuid, str(e))
-                summary.add(Result(uuid, Outcome.SKIPPED, reason=f"invalid node record: {e}"))
-                continue
-            if self.owns(node.uuid):
+    def _desired(self, records, summary, keep_views, dry_run=False):
+        desired, writes = [], []
+        self.trait_failures = {}
+        pool = None
+        try:
+            for record in records:
+                try:
+                    node = model.node_from_api(record)
+                except model.InvalidNode as e:
+                    uuid = str(record.get("uuid") if isinstance(record, dict) else record)[:64]
+                    self._log_problem_once(uuid, str(e))
+                    summary.add(Result(uuid, Outcome.SKIPPED,
+                                       reason=f"invalid node record: {e}"))
+                    continue
+                if not self.owns(node.uuid):
+                    continue
+                if self.node_traits is not None and self.plan_traits(record) is not None:
+                    if dry_run:
+                        node = self.with_derived_traits(record, node, dry_run=True)
+                    else:  # Ironic writes, in parallel; the listing goes on
+                        pool = pool or concurrent.futures.ThreadPoolExecutor(self.workers)
+                        writes.append(pool.submit(self._write_traits, record, node))
+                        continue
                 if keep_views:
                     summary.node_views.append(node)
                 desired.append(self.desired(node))
+            for write in writes:
+                node = write.result()
+                if keep_views:
+                    summary.node_views.append(node)
+                desired.append(self.desired(node))
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
+        summary.failures.update(self.trait_failures)
         return desired
 
     def _sync_one(self, desired, listed_generation, dry_run):
@@ -192,8 +278,9 @@ class Reconciler:
             providers = pool.submit(self.syncer.placement.list_providers)
             for uuid in self.syncer.due():
                 pool.submit(self.syncer.reverify, uuid)
-            desired = self._desired(noting_uuids(self.ironic.iter_nodes()), summary,
-                                    keep_views)
+            records = (self.ironic.iter_nodes(extra_fields=self.extra_fields)
+                       if self.extra_fields else self.ironic.iter_nodes())
+            desired = self._desired(noting_uuids(records), summary, keep_views, dry_run)
             listed = providers.result()
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)  # the pass fails now, not later
@@ -220,8 +307,13 @@ class Reconciler:
             if d.problem:
                 self._log_problem_once(d.uuid, d.problem)
         skipped = sum(1 for d in desired if d.problem) + summary.outcomes[Outcome.SKIPPED]
-        changed = sum(1 for d in rest if d.uuid not in self.syncer.reverifying)
-        return Drift(keys=[d.uuid for d in rest], new=new, nodes=len(desired),
+        keys = [d.uuid for d in rest]
+        # A node whose derived traits could not be written: the queue retries it.
+        retry = set(self.trait_failures) - set(keys)
+        new = [d for d in new if d.uuid not in retry]
+        keys += sorted(retry)
+        changed = sum(1 for u in keys if u not in self.syncer.reverifying)
+        return Drift(keys=keys, new=new, nodes=len(desired),
                      skipped=skipped, verdict=verdict, changed=changed)
 
     def restore_observations(self):
@@ -310,3 +402,7 @@ class Reconciler:
                                 - requests_before)
         summary.seconds = time.monotonic() - started
         return summary
+
+
+def _names(traits):
+    return ", ".join(sorted(traits)) or "none"

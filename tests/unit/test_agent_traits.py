@@ -1,0 +1,219 @@
+"""The agent's and the reconcile pass's part in derived traits ([traits] rules_file):
+what is written to Ironic, when nothing is, and what the provider then carries.
+NodeTraits is faked here (its own tests are tests/unit/test_capabilities.py)."""
+
+import dataclasses
+import logging
+import threading
+
+import pytest
+
+from rp_reporter import agent as rp_agent
+from rp_reporter import conf as rp_conf
+from rp_reporter import errors
+from rp_reporter.sync import provider
+from rp_reporter.sync import reconcile
+
+UUIDS = [f"1be26c0b-03f2-4d2e-ae87-c02d7f33c12{i}" for i in range(4)]
+
+
+@dataclasses.dataclass(frozen=True)
+class Changes:
+    add: frozenset = frozenset()
+    remove: frozenset = frozenset()
+    recorded: frozenset = frozenset()
+
+    @property
+    def changed(self):
+        return bool(self.add or self.remove)
+
+
+class FakeNodeTraits:
+    """Derives CUSTOM_CAP_<X> from properties {"cap": X}; records what it applied."""
+
+    def __init__(self, fail=()):
+        self.applied, self.planned, self.fail = [], 0, set(fail)
+        self.lock = threading.Lock()
+
+    def problems(self, record):
+        return ["odd"] * 3 if (record.get("properties") or {}).get("cap") == "ODD" else []
+
+    def plan(self, record):
+        with self.lock:
+            self.planned += 1
+        cap = (record.get("properties") or {}).get("cap")
+        if cap == "boom":
+            raise ValueError("odd properties")
+        want = {f"CUSTOM_CAP_{cap}"} if cap else set()
+        have = set(record.get("traits") or ())
+        recorded = set((record.get("extra") or {}).get("derived", ()))
+        return Changes(frozenset(want - have), frozenset((recorded - want) & have))
+
+    def apply(self, record, dry_run=False):
+        if record["uuid"] in self.fail:
+            raise errors.ServiceError("ironic", errors.UNAVAILABLE, "Ironic: down")
+        with self.lock:
+            self.applied.append(record["uuid"])
+        return self.plan(record)
+
+
+def record(uuid, cap=None, traits=(), derived=()):
+    return {"uuid": uuid, "resource_class": "gold", "provision_state": "available",
+            "power_state": "power on", "maintenance": False, "instance_uuid": None,
+            "traits": list(traits), "properties": {"cap": cap} if cap else {},
+            "extra": {"derived": list(derived)}}
+
+
+def desired_by_uuid(reconciler, records, dry_run=False):
+    summary = reconcile.Summary()
+    return {d.uuid: d for d in reconciler._desired(iter(records), summary, False, dry_run)}
+
+
+def test_without_rules_nothing_is_planned_and_no_field_is_added():
+    reconciler = reconcile.Reconciler(None, None)
+    assert reconciler.extra_fields == ()
+    desired = desired_by_uuid(reconciler, [record(UUIDS[0], cap="UEFI")])
+    assert desired[UUIDS[0]].traits == frozenset()
+
+
+def test_only_nodes_out_of_step_are_written_and_their_provider_gets_the_traits(caplog):
+    reconciler = reconcile.Reconciler(None, None)
+    reconciler.node_traits = fake = FakeNodeTraits()
+    assert reconciler.extra_fields == ("properties", "extra")
+    records = [record(UUIDS[0], cap="UEFI"),  # new: written
+               record(UUIDS[1], cap="UEFI", traits=["CUSTOM_CAP_UEFI"]),  # in step
+               record(UUIDS[2]),  # nothing derived
+               record(UUIDS[3], cap="BIOS", traits=["CUSTOM_CAP_UEFI", "CUSTOM_HAND"],
+                      derived=["CUSTOM_CAP_UEFI"])]  # changed: one out, one in
+    with caplog.at_level(logging.INFO, logger=reconcile.__name__):
+        desired = desired_by_uuid(reconciler, records)
+    assert sorted(fake.applied) == [UUIDS[0], UUIDS[3]]
+    assert desired[UUIDS[0]].traits == {"CUSTOM_CAP_UEFI"}
+    assert desired[UUIDS[1]].traits == {"CUSTOM_CAP_UEFI"}
+    assert desired[UUIDS[2]].traits == frozenset()
+    assert desired[UUIDS[3]].traits == {"CUSTOM_CAP_BIOS", "CUSTOM_HAND"}
+    lines = [r.getMessage() for r in caplog.records if "written to Ironic" in r.getMessage()]
+    assert len(lines) == 2 and any(UUIDS[3] in line and "missing: CUSTOM_CAP_BIOS" in line
+                                   and "no longer: CUSTOM_CAP_UEFI" in line for line in lines)
+
+
+def test_a_dry_run_writes_nothing_but_plans_the_provider():
+    reconciler = reconcile.Reconciler(None, None)
+    reconciler.node_traits = fake = FakeNodeTraits()
+    desired = desired_by_uuid(reconciler, [record(UUIDS[0], cap="UEFI")], dry_run=True)
+    assert fake.applied == [] and desired[UUIDS[0]].traits == {"CUSTOM_CAP_UEFI"}
+
+
+def test_a_failed_write_costs_that_node_this_pass_and_is_retried(caplog):
+    reconciler = reconcile.Reconciler(None, None)
+    reconciler.node_traits = FakeNodeTraits(fail={UUIDS[0]})
+    summary = reconcile.Summary()
+    with caplog.at_level(logging.WARNING, logger=reconcile.__name__):
+        desired = reconciler._desired(iter([record(UUIDS[0], cap="UEFI"),
+                                            record(UUIDS[1], cap="UEFI")]), summary, False)
+    by_uuid = {d.uuid: d for d in desired}
+    assert by_uuid[UUIDS[0]].traits == frozenset()  # as Ironic holds it
+    assert by_uuid[UUIDS[1]].traits == {"CUSTOM_CAP_UEFI"}
+    assert set(reconciler.trait_failures) == {UUIDS[0]} and UUIDS[0] in summary.failures
+    assert any("derived traits not written" in r.getMessage() for r in caplog.records)
+
+
+def test_odd_properties_cost_that_node_only_and_are_logged_once(caplog):
+    reconciler = reconcile.Reconciler(None, None)
+    reconciler.node_traits = FakeNodeTraits()
+    with caplog.at_level(logging.WARNING, logger=reconcile.__name__):
+        for _ in range(3):
+            desired = desired_by_uuid(reconciler, [record(UUIDS[0], cap="boom"),
+                                                   record(UUIDS[1], cap="UEFI")])
+    assert desired[UUIDS[0]].traits == frozenset()
+    assert desired[UUIDS[1]].traits == {"CUSTOM_CAP_UEFI"}
+    assert len([r for r in caplog.records if "odd properties" in r.getMessage()]) == 1
+
+
+class FakeIronic:
+    def __init__(self, records):
+        self.records = {r["uuid"]: r for r in records}
+        self.reads = []
+
+    def get_node(self, uuid, extra_fields=()):
+        self.reads.append(tuple(extra_fields))
+        return dict(self.records[uuid])
+
+    def in_scope(self, record):
+        return True
+
+
+class FakeSyncer:
+    def __init__(self):
+        self.synced = []
+
+    def sync(self, desired, listed_generation=None, dry_run=False):
+        self.synced.append(desired)
+        return provider.Result(desired.uuid, provider.Outcome.UPDATED)
+
+
+@pytest.fixture
+def agent(tmp_path):
+    path = tmp_path / "rp.conf"
+    path.write_text("[ironic]\nauth_type = none\nendpoint_override = http://127.0.0.1:9\n"
+                    "[placement]\nauth_type = none\nendpoint_override = http://127.0.0.1:9\n")
+    agent = rp_agent.Agent(rp_conf.load(["--config-file", str(path)]))
+    agent.syncer = FakeSyncer()
+    return agent
+
+
+def test_the_fast_path_writes_ironic_then_gives_the_provider_the_traits(agent):
+    agent.ironic = FakeIronic([record(UUIDS[0], cap="UEFI", traits=["CUSTOM_HAND"])])
+    agent.reconciler.node_traits = fake = FakeNodeTraits()
+    assert agent.sync_node(UUIDS[0]) is True
+    assert agent.ironic.reads == [("properties", "extra")]
+    assert fake.applied == [UUIDS[0]]
+    assert agent.syncer.synced[0].traits == {"CUSTOM_CAP_UEFI", "CUSTOM_HAND"}
+
+
+def test_the_fast_path_without_rules_reads_only_the_models_fields(agent):
+    agent.ironic = FakeIronic([record(UUIDS[0], cap="UEFI")])
+    assert agent.sync_node(UUIDS[0]) is True
+    assert agent.ironic.reads == [()]
+    assert agent.syncer.synced[0].traits == frozenset()
+
+
+def test_the_fast_path_retries_when_ironic_refuses_the_write(agent):
+    agent.ironic = FakeIronic([record(UUIDS[0], cap="UEFI")])
+    agent.reconciler.node_traits = FakeNodeTraits(fail={UUIDS[0]})
+    assert agent.sync_node(UUIDS[0]) is False  # an outage: the queue retries with backoff
+    assert agent.syncer.synced == []  # the provider never gets a trait Ironic lacks
+
+
+def test_a_bad_rule_file_on_reload_keeps_the_rules_in_force(agent, tmp_path, caplog,
+                                                           monkeypatch):
+    from rp_reporter import capabilities
+    good = tmp_path / "rules.yaml"
+    agent.reconciler.node_traits = kept = FakeNodeTraits()
+    agent.conf.set_override("rules_file", str(good), group="traits")
+
+    def refuse(path):
+        raise capabilities.RulesError(str(path), "line 1", "not a mapping")
+    monkeypatch.setattr(capabilities, "load_rules", refuse)
+    with caplog.at_level(logging.ERROR, logger=rp_agent.__name__):
+        assert agent.reload_rules() is False
+    assert agent.reconciler.node_traits is kept
+    assert [r.getMessage() for r in caplog.records] == [
+        f"trait rules not reloaded, the rules in force are kept: [traits] rules_file: "
+        f"{good}: line 1: not a mapping"]
+
+
+def test_rules_reload_and_bad_rules_at_start(agent, tmp_path):
+    path = tmp_path / "rules.yaml"
+    path.write_text("capabilities: [boot_mode]\n")
+    agent.conf.set_override("rules_file", str(path), group="traits")
+    assert agent.reload_rules() is True
+    assert agent.reconciler.node_traits.rules.capabilities[0].key == "boot_mode"
+    assert agent.wake.is_set()  # a resync puts every node in step with the new rules
+    path.write_text("capabilities: {boot_mode: {colour: red}}\n")
+    with pytest.raises(ValueError) as e:
+        rp_agent.load_rules(agent.conf)
+    assert str(e.value).startswith(f"[traits] rules_file: {path}: capabilities.boot_mode: ")
+    assert "\n" not in str(e.value)
+    agent.conf.clear_override("rules_file", group="traits")
+    assert rp_agent.load_rules(agent.conf) is None
