@@ -186,7 +186,10 @@ def _values(source, where, spec):
                                         f"{_type_name(spec)}")
     values = set()
     for i, v in enumerate(spec):
-        if isinstance(v, bool) or not isinstance(v, (str, int, float)) or str(v) == "":
+        if isinstance(v, bool):
+            raise RulesError(source, f"{where}[{i}]", f"YAML read {v!r} as a boolean: quote it "
+                                                      f"('{str(v).lower()}')")
+        if not isinstance(v, (str, int, float)) or str(v) == "":
             raise RulesError(source, f"{where}[{i}]", f"want a non-empty string, got "
                                                       f"{_type_name(v)} {v!r}")
         v = str(v)

@@ -60,6 +60,7 @@ def test_parse_and_derive_never_raise(value):
     ({"capabilities": {"boot_mode": 3}}, "capabilities.boot_mode: want 'all'"),
     ({"capabilities": {"boot_mode": ["uefi", None]}}, "capabilities.boot_mode[1]"),
     ({"capabilities": {"boot_mode": ["a,b"]}}, "capabilities.boot_mode[0]"),
+    ({"capabilities": {"secure_boot": [True]}}, "quote it ('true')"),
     ({"capabilities": {"boot_mode": {"prefix": "BOOT_"}}}, "capabilities.boot_mode.prefix"),
     ({"capabilities": {"boot_mode": {"prefix": "CUSTOM_RPR_"}}}, "own namespace"),
     ({"capabilities": {"boot_mode": {"valuez": "all"}}}, "unknown field 'valuez'"),
