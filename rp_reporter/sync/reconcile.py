@@ -147,10 +147,11 @@ class Reconciler:
         if changes is None:
             return node
         if not dry_run:
-            LOG.info("node %s: traits derived from its properties out of step in Ironic "
-                     "(missing: %s; derived earlier, no longer: %s): written to Ironic",
-                     node.uuid, _names(changes.add), _names(changes.remove))
             changes = self.node_traits.apply(record)
+            if changes.add or changes.remove:
+                LOG.info("node %s: traits derived from its properties written to Ironic "
+                         "(missing there: %s; derived earlier, no longer: %s)",
+                         node.uuid, _names(changes.add), _names(changes.remove))
         return dataclasses.replace(node, traits=(node.traits - changes.remove) | changes.add)
 
     def _write_traits(self, record, node):

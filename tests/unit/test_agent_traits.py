@@ -93,7 +93,7 @@ def test_only_nodes_out_of_step_are_written_and_their_provider_gets_the_traits(c
     assert desired[UUIDS[2]].traits == frozenset()
     assert desired[UUIDS[3]].traits == {"CUSTOM_CAP_BIOS", "CUSTOM_HAND"}
     lines = [r.getMessage() for r in caplog.records if "written to Ironic" in r.getMessage()]
-    assert len(lines) == 2 and any(UUIDS[3] in line and "missing: CUSTOM_CAP_BIOS" in line
+    assert len(lines) == 2 and any(UUIDS[3] in line and "missing there: CUSTOM_CAP_BIOS" in line
                                    and "no longer: CUSTOM_CAP_UEFI" in line for line in lines)
 
 
