@@ -78,6 +78,9 @@ class Agent:
         self.queue = work_queue.WorkQueue(self.sync_node, workers=conf.agent.workers,
                                           wanted=self.owns, backoff_max=conf.agent.retry_max,
                                           on_done=self._synced)
+        # A node the queue has gets its derived traits from the queue's fresher read,
+        # not from the resync's listing (a stale write would undo a change).
+        self.reconciler.busy = self.queue.has
         self.deps = {"ironic": Outage("Ironic"), "placement": Outage("Placement")}
         self.ironic_dep, self.placement_dep = self.deps["ironic"], self.deps["placement"]
         self.deletion_refused = None  # the deletion guard's line while it refuses

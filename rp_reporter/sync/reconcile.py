@@ -114,6 +114,9 @@ class Reconciler:
         # Nodes whose derived traits could not be written in the last pass (the agent
         # hands them to its work queue, which retries with backoff).
         self.trait_failures = {}
+        # Nodes another sync has in hand (the agent's work queue): it writes their
+        # derived traits from a fresher read than this pass's listing.
+        self.busy = lambda uuid: False
 
     @property
     def extra_fields(self):
@@ -194,7 +197,8 @@ class Reconciler:
                     continue
                 if not self.owns(node.uuid):
                     continue
-                if self.node_traits is not None and self.plan_traits(record) is not None:
+                if (self.node_traits is not None and not self.busy(node.uuid)
+                        and self.plan_traits(record) is not None):
                     if dry_run:
                         node = self.with_derived_traits(record, node, dry_run=True)
                     else:  # Ironic writes, in parallel; the listing goes on

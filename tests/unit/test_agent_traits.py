@@ -217,3 +217,23 @@ def test_rules_reload_and_bad_rules_at_start(agent, tmp_path):
     assert "\n" not in str(e.value)
     agent.conf.clear_override("rules_file", group="traits")
     assert rp_agent.load_rules(agent.conf) is None
+
+
+def test_a_node_the_queue_has_is_left_to_the_queues_fresher_read():
+    reconciler = reconcile.Reconciler(None, None)
+    reconciler.node_traits = fake = FakeNodeTraits()
+    reconciler.busy = {UUIDS[0]}.__contains__
+    desired = desired_by_uuid(reconciler, [record(UUIDS[0], cap="UEFI"),
+                                           record(UUIDS[1], cap="UEFI")])
+    assert fake.applied == [UUIDS[1]]
+    assert desired[UUIDS[0]].traits == frozenset()  # as listed; the queue syncs it anyway
+
+
+def test_odd_capabilities_are_one_line_per_node(caplog):
+    reconciler = reconcile.Reconciler(None, None)
+    reconciler.node_traits = FakeNodeTraits()
+    with caplog.at_level(logging.WARNING, logger=reconcile.__name__):
+        for _ in range(3):
+            desired_by_uuid(reconciler, [record(UUIDS[0], cap="ODD")])
+    assert [r.getMessage() for r in caplog.records] == [
+        f"node {UUIDS[0]}: derived traits: skipped odd; odd; odd"]
