@@ -26,13 +26,14 @@ import operator
 import os
 import re
 
+import os_traits
+
+from rp_reporter import model
+
 # A node's extra key holding the sorted list of the traits this tool added to it.
 RECORD_KEY = "rp_reporter_derived_traits"
 
-TRAIT_RE = re.compile(r"^[A-Z0-9_]+$")
-TRAIT_MAX = 255                 # Placement's and Ironic's limit on a trait name
-CUSTOM = "CUSTOM_"
-OWN_PREFIX = "CUSTOM_RPR_"      # rp_reporter's own namespace: never from a node (model.py)
+CUSTOM = os_traits.CUSTOM_NAMESPACE
 CAP_PREFIX = "CUSTOM_CAP_"
 RULES_MAX_BYTES = 1024 * 1024   # a rule file larger than this is refused
 
@@ -109,14 +110,14 @@ def trait_problem(name):
     """Why Placement (and Ironic) would refuse this custom trait name, or None."""
     if not isinstance(name, str) or not name:
         return "trait name is empty"
-    if len(name) > TRAIT_MAX:
-        return f"trait name is {len(name)} characters; Placement takes at most {TRAIT_MAX}"
-    if not TRAIT_RE.match(name):
+    if len(name) > model.NAME_MAX:
+        return f"trait name is {len(name)} characters; Placement takes at most {model.NAME_MAX}"
+    if not model.NAME_RE.match(name):
         return f"trait name {name!r} is not ^[A-Z0-9_]+$"
     if not name.startswith(CUSTOM) or name == CUSTOM:
         return f"trait name {name!r} does not start with CUSTOM_ (and something after it)"
-    if name.startswith(OWN_PREFIX):
-        return f"trait name {name!r} is in rp_reporter's own namespace {OWN_PREFIX}*"
+    if name.startswith(model.OWN_PREFIX):
+        return f"trait name {name!r} is in rp_reporter's own namespace {model.OWN_PREFIX}*"
     return None
 
 
