@@ -473,6 +473,7 @@ def main(argv=None):
         p.add_argument("--reverify-min-nodes", type=int, default=10_000,
                        help="... at this many nodes and more")
     args = parser.parse_args(argv)
+    localstack.exit_on_sigterm()  # a stopped run stops its stacks too
     DATABASE = getattr(args, "database", DATABASE)
     print(f"every contender on Placement with {DATABASE}; load {load()}", flush=True)
     if args.bench == "reconcile":

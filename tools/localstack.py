@@ -666,6 +666,12 @@ connection = {db}
 """
 
 
+def exit_on_sigterm():
+    """SIGTERM unwinds like Ctrl-C, so the stacks' ``finally`` blocks stop what they
+    started (by default it ends the process there and leaves every service running)."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("action", choices=["up", "install"])
@@ -683,6 +689,7 @@ def main(argv=None):
     if args.action == "install":
         return 0
     stack = LocalStack(args.dir and os.path.abspath(args.dir), **shape)
+    exit_on_sigterm()
     try:
         stack.start()
         conf = os.path.join(stack.workdir, "rp_reporter.conf")
@@ -697,7 +704,10 @@ def main(argv=None):
         if stack.database == "mariadb":
             shown["mariadb"] = stack.mariadb
         print(json.dumps(shown, indent=2), flush=True)
-        signal.sigwait({signal.SIGINT, signal.SIGTERM})
+        while True:
+            signal.pause()  # until SIGINT or SIGTERM unwinds to the finally below
+    except KeyboardInterrupt:
+        pass
     finally:
         stack.stop()
         if not args.dir:
