@@ -275,6 +275,7 @@ class Agent:
     def sync_node(self, uuid):
         """Make Placement match node ``uuid`` as Ironic has it now; False to retry."""
         extra_fields = self.reconciler.extra_fields
+        trait_error = None
         try:
             record = (self.ironic.get_node(uuid, extra_fields=extra_fields) if extra_fields
                       else self.ironic.get_node(uuid))
@@ -298,8 +299,13 @@ class Agent:
                     self.metrics.failures.labels("invalid_node").inc()
                     return True
                 # Derived traits go to Ironic first (the truth), then to the provider
-                # in this same sync: no wait for a notification of that write.
-                node = self.reconciler.with_derived_traits(record, node)
+                # in this same sync: no wait for a notification of that write.  If
+                # Ironic refuses them, Placement still gets the node as Ironic has it.
+                try:
+                    node = self.reconciler.with_derived_traits(record, node)
+                except errors.ServiceError as e:  # logged once by reconciler.trait_writes
+                    trait_error = e
+                    self.metrics.failures.labels("traits").inc()
                 result = self.syncer.sync(self.reconciler.desired(node), provider.USE_CACHE)
         except errors.ServiceError as e:
             return self._failed(e)
@@ -309,7 +315,8 @@ class Agent:
             LOG.warning("node %s: %s; will retry", uuid, result.reason)
             self.metrics.failures.labels("conflicts").inc()
             return False
-        return True
+        # Derived traits Ironic did not take: an outage retries; a refusal waits a pass.
+        return trait_error is None or not trait_error.retryable
 
     def _failed(self, error):
         """A sync that met a ServiceError: an outage is retried with backoff; a refused
@@ -344,7 +351,7 @@ class Agent:
             return False, "starting"
         if self.membership.fenced:
             return False, "fenced: membership not renewed"
-        for dep in self.deps.values():
+        for dep in (*self.deps.values(), self.reconciler.trait_writes):
             if dep.down_since is not None:
                 return False, f"{dep.name}: {dep.error}"
         if self.deletion_refused:

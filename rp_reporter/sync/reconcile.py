@@ -22,8 +22,10 @@ import dataclasses
 import logging
 import time
 
+from rp_reporter import errors
 from rp_reporter import model
 from rp_reporter import state as rp_state
+from rp_reporter.outage import Outage
 from rp_reporter.sync import absence
 from rp_reporter.sync import provider
 from rp_reporter.sync.provider import NOT_LISTED
@@ -117,6 +119,9 @@ class Reconciler:
         # Nodes another sync has in hand (the agent's work queue): it writes their
         # derived traits from a fresher read than this pass's listing.
         self.busy = lambda uuid: False
+        # Writing derived traits to Ironic: one line when it fails and one when it is
+        # back, however many nodes fail between (a reader-only [ironic] user, say).
+        self.trait_writes = Outage("Ironic derived-trait writes")
 
     @property
     def extra_fields(self):
@@ -150,7 +155,21 @@ class Reconciler:
         if changes is None:
             return node
         if not dry_run:
-            changes = self.node_traits.apply(record)
+            try:
+                changes = self.node_traits.apply(record)
+            except errors.ServiceError as e:
+                if e.kind == errors.DENIED:
+                    e = errors.ServiceError(
+                        "ironic", e.kind, f"{e}; writing derived traits ([traits] "
+                        f"rules_file) needs a system-scoped member role for the [ironic] "
+                        f"user, as resource-class set does")
+                if e.kind in (errors.UNAVAILABLE, errors.DENIED, errors.MISCONFIGURED):
+                    self.trait_writes.failed(e)  # the service's, not this node's
+                else:  # this node's write refused (a trait too many, say)
+                    self._log_problem_once(node.uuid, f"derived traits not written to "
+                                                      f"Ironic: {e}", prefix="")
+                raise e from None
+            self.trait_writes.ok()
             if changes.add or changes.remove:
                 LOG.info("node %s: traits derived from its properties written to Ironic "
                          "(missing there: %s; derived earlier, no longer: %s)",
@@ -162,11 +181,22 @@ class Reconciler:
         traits this pass (the node is synced as Ironic holds it), never the pass."""
         try:
             return self.with_derived_traits(record, node)
+        except errors.ServiceError as e:  # logged once by trait_writes
+            if e.retryable:  # an outage: the agent's queue retries it with backoff
+                self.trait_failures[node.uuid] = f"derived traits not written to Ironic: {e}"
+            return node
         except Exception as e:  # noqa: BLE001 - one node's failure costs that node
             LOG.warning("node %s: derived traits not written to Ironic: %s; retried",
                         node.uuid, e)
             self.trait_failures[node.uuid] = f"derived traits not written to Ironic: {e}"
             return node
+
+    def _refused(self):
+        """Ironic refuses derived-trait writes (permission or configuration): a pass
+        then tries one node, not every node, until a write succeeds again."""
+        error = self.trait_writes.error
+        return error is not None and getattr(error, "kind", None) in (errors.DENIED,
+                                                                       errors.MISCONFIGURED)
 
     def desired(self, node):
         """model.desired() with this reporter's options; refused node traits logged once."""
@@ -185,6 +215,7 @@ class Reconciler:
         desired, writes = [], []
         self.trait_failures = {}
         pool = None
+        probe_only = self._refused()
         try:
             for record in records:
                 try:
@@ -198,7 +229,8 @@ class Reconciler:
                 if not self.owns(node.uuid):
                     continue
                 if (self.node_traits is not None and not self.busy(node.uuid)
-                        and self.plan_traits(record) is not None):
+                        and self.plan_traits(record) is not None
+                        and not (probe_only and writes)):
                     if dry_run:
                         node = self.with_derived_traits(record, node, dry_run=True)
                     else:  # Ironic writes, in parallel; the listing goes on

@@ -31,8 +31,9 @@ class Changes:
 class FakeNodeTraits:
     """Derives CUSTOM_CAP_<X> from properties {"cap": X}; records what it applied."""
 
-    def __init__(self, fail=()):
-        self.applied, self.planned, self.fail = [], 0, set(fail)
+    def __init__(self, fail=(), kind=errors.UNAVAILABLE):
+        self.applied, self.planned, self.fail, self.kind = [], 0, set(fail), kind
+        self.attempts = []
         self.lock = threading.Lock()
 
     def problems(self, record):
@@ -50,8 +51,9 @@ class FakeNodeTraits:
         return Changes(frozenset(want - have), frozenset((recorded - want) & have))
 
     def apply(self, record, dry_run=False):
-        if record["uuid"] in self.fail:
-            raise errors.ServiceError("ironic", errors.UNAVAILABLE, "Ironic: down")
+        self.attempts.append(record["uuid"])
+        if record["uuid"] in self.fail or "*" in self.fail:
+            raise errors.ServiceError("ironic", self.kind, f"Ironic: {self.kind}")
         with self.lock:
             self.applied.append(record["uuid"])
         return self.plan(record)
@@ -115,7 +117,9 @@ def test_a_failed_write_costs_that_node_this_pass_and_is_retried(caplog):
     assert by_uuid[UUIDS[0]].traits == frozenset()  # as Ironic holds it
     assert by_uuid[UUIDS[1]].traits == {"CUSTOM_CAP_UEFI"}
     assert set(reconciler.trait_failures) == {UUIDS[0]} and UUIDS[0] in summary.failures
-    assert any("derived traits not written" in r.getMessage() for r in caplog.records)
+    assert [r.getMessage() for r in caplog.records if "derived-trait" in r.getMessage()][0] \
+        == ("Ironic derived-trait writes unavailable, retrying until it returns: [ironic] "
+            "Ironic: unavailable")
 
 
 def test_odd_properties_cost_that_node_only_and_are_logged_once(caplog):
@@ -178,11 +182,49 @@ def test_the_fast_path_without_rules_reads_only_the_models_fields(agent):
     assert agent.syncer.synced[0].traits == frozenset()
 
 
-def test_the_fast_path_retries_when_ironic_refuses_the_write(agent):
-    agent.ironic = FakeIronic([record(UUIDS[0], cap="UEFI")])
+def test_the_fast_path_retries_when_ironic_is_down_for_the_write(agent):
+    agent.ironic = FakeIronic([record(UUIDS[0], cap="UEFI", traits=["CUSTOM_HAND"])])
     agent.reconciler.node_traits = FakeNodeTraits(fail={UUIDS[0]})
     assert agent.sync_node(UUIDS[0]) is False  # an outage: the queue retries with backoff
-    assert agent.syncer.synced == []  # the provider never gets a trait Ironic lacks
+    # Placement still gets the node as Ironic holds it, never a trait Ironic lacks.
+    assert [d.traits for d in agent.syncer.synced] == [{"CUSTOM_HAND"}]
+
+
+def test_a_write_ironic_refuses_for_one_node_is_said_once_for_that_node(caplog):
+    reconciler = reconcile.Reconciler(None, None)
+    reconciler.node_traits = FakeNodeTraits(fail={UUIDS[0]}, kind=errors.FAILED)
+    with caplog.at_level(logging.WARNING):
+        for _ in range(3):
+            desired = desired_by_uuid(reconciler, [record(UUIDS[0], cap="UEFI"),
+                                                   record(UUIDS[1], cap="UEFI")])
+    assert desired[UUIDS[1]].traits == {"CUSTOM_CAP_UEFI"}
+    assert [r.getMessage() for r in caplog.records] == [
+        f"node {UUIDS[0]}: derived traits not written to Ironic: [ironic] Ironic: failed"]
+    assert reconciler.trait_writes.down_since is None
+
+
+def test_a_refused_trait_write_is_said_once_and_placement_still_follows(agent, caplog):
+    agent.ready.set()
+    agent.ironic = FakeIronic([record(u, cap="UEFI") for u in UUIDS])
+    agent.reconciler.node_traits = FakeNodeTraits(fail={"*"}, kind=errors.DENIED)
+    with caplog.at_level(logging.ERROR):
+        assert all(agent.sync_node(u) is True for u in UUIDS)  # no retry fixes a refusal
+    assert len(agent.syncer.synced) == len(UUIDS)
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "system-scoped member" in lines[0], lines
+    ok, reason = agent.healthy()
+    assert not ok and reason.startswith("Ironic derived-trait writes: ")
+    # A pass while refused tries one node, not all of them.
+    reconciler = agent.reconciler
+    reconciler.node_traits.attempts.clear()
+    desired_by_uuid(reconciler, [record(u, cap="UEFI") for u in UUIDS])
+    assert len(reconciler.node_traits.attempts) == 1 and reconciler.trait_failures == {}
+    # Granted: the next write succeeds, the line says so, every node is written again.
+    reconciler.node_traits.fail.clear()
+    desired_by_uuid(reconciler, [record(u, cap="UEFI") for u in UUIDS])
+    desired = desired_by_uuid(reconciler, [record(u, cap="UEFI") for u in UUIDS])
+    assert agent.healthy() == (True, "ok")
+    assert all(d.traits == {"CUSTOM_CAP_UEFI"} for d in desired.values())
 
 
 def test_a_bad_rule_file_on_reload_keeps_the_rules_in_force(agent, tmp_path, caplog,
