@@ -9,7 +9,7 @@ the ORIGINAL flavor: nova's own resource request from the flavor (its ``resource
 overrides, ``nova.scheduler.utils.ResourceRequest``) on the node's class, and nova's own
 ``ComputeCapabilitiesFilter.host_passes`` over a real ``HostState`` whose stats are what
 nova's Ironic driver reports for the node (``IronicDriver._node_resource`` over the node
-read through nova's own openstacksdk connection, then nova's resource tracker path:
+read by nova's own ``IronicDriver._get_node`` (openstacksdk), then nova's resource tracker path:
 ``ComputeNode.update_from_virt_driver`` and ``compute.stats.Stats.digest_stats``).
 """
 
@@ -110,7 +110,7 @@ def host_state(driver, node_id):
     """nova's HostState for one Ironic node, as the scheduler builds it from what the
     driver reports: _node_resource over the node nova's connection reads, then the
     resource tracker's copy into a ComputeNode (stats digested as it digests them)."""
-    node = driver.ironic_connection.get_node(node_id)
+    node = driver._get_node(node_id)  # nova's read: its connection, its fields
     resources = driver._node_resource(node)
     compute = objects.ComputeNode()
     compute.update_from_virt_driver(resources)
