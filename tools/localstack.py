@@ -76,7 +76,12 @@ def terminate(procs, timeout=15):
     for proc in running:
         proc.send_signal(signal.SIGTERM)
     for proc in running:
-        proc.wait(timeout)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log(f"{' '.join(map(str, proc.args))[:120]}: no exit {timeout} s after SIGTERM; killed")
+            proc.kill()
+            proc.wait()
 
 
 def log(msg):
