@@ -29,8 +29,8 @@ GRANTS = {
                  "cannot list providers",
     "ironic": "give the [ironic] user a system-scoped reader role and set [ironic] "
               "system_scope = all (or the service role in its project with Ironic's "
-              "rbac_service_role_elevated_access = True); resource-class set/unset also "
-              "needs system member",
+              "rbac_service_role_elevated_access = True); resource-class set/unset and "
+              "traits from-capabilities also need system member",
 }
 
 

@@ -1,0 +1,35 @@
+"""Capabilities as traits behind real Keystone: the trait and ``extra`` writes need a
+system-scoped member on Ironic; a reader is told so in one line and nothing changes."""
+
+import pytest
+
+from rp_reporter import capabilities as caps
+from tests.functional.conftest import run_json
+from tests.functional_keystone.test_safety import one_line
+
+pytestmark = pytest.mark.functional
+
+UEFI = "CUSTOM_CAP_BOOT_MODE_UEFI"
+
+
+def test_traits_from_capabilities_needs_system_member(stack, write_conf, cli, ironic,
+                                                      placement):
+    node = ironic.create(state="enroll", traits=["CUSTOM_BY_HAND"])
+    ironic.patch(node, properties={"capabilities": "boot_mode:uefi"})
+    code, _, err = cli("traits", "from-capabilities", node)  # the default: a system reader
+    line = one_line(err)
+    assert code == 2 and line.startswith("rp-reporter: error: [ironic]") and "403" in line
+    assert "traits from-capabilities also need system member" in line
+    after = ironic.get(node)
+    assert set(after["traits"]) == {"CUSTOM_BY_HAND"}
+    assert caps.RECORD_KEY not in (after["extra"] or {})
+
+    member = write_conf(ironic=stack.credentials("rp-system-member"))
+    code, rows, _ = run_json(cli, "traits", "from-capabilities", node, config_file=member)
+    assert code == 0 and [r["result"] for r in rows] == ["changed"]
+    after = ironic.get(node)
+    assert set(after["traits"]) == {"CUSTOM_BY_HAND", UEFI}
+    assert after["extra"][caps.RECORD_KEY] == [UEFI]
+    # The reader may carry them to Placement: reading is all the reconcile needs of Ironic.
+    assert cli("reconcile")[0] == 0
+    assert UEFI in placement.provider_trait_names(node)
