@@ -121,8 +121,21 @@ def trait_problem(name):
     return None
 
 
-def _valued_trait(prefix, value):
+# Values that make a trait where nova's filter compares them (capabilities, cpu_arch):
+# exactly the spellings upper() maps one to one onto trait names.  'UEFI' and 'uefi',
+# or 'gpt-x' and 'gpt_x', are two values to nova but would be one trait, and a
+# translated flavor would then pick nodes nova's filter does not.
+EXACT_VALUE_RE = re.compile(r"^[a-z0-9_]+$")
+# Property values no flavor spec is translated against: folding their spellings
+# into one trait cannot make Placement pick what nova would not.
+FOLDED_PROPERTIES = ("vendor",)
+
+
+def _valued_trait(prefix, value, exact=True):
     """(trait, problem): the trait for a value under a prefix, or why there is none."""
+    if exact and not EXACT_VALUE_RE.match(value):
+        return None, (f"{_one_line(value, 80)!r} makes no trait: only values of a-z, 0-9 and _ "
+                      "do (nova's filter tells spellings apart that one trait name would merge)")
     name = prefix + normalize(value)
     problem = trait_problem(name)
     return (None, problem) if problem else (name, None)
@@ -220,7 +233,7 @@ def _value_rule(source, where, key, spec, default_prefix):
     values = _values(source, where, spec)
     rule = ValueRule(key, prefix, values)
     for v in sorted(values or ()):
-        _, problem = _valued_trait(prefix, v)
+        _, problem = _valued_trait(prefix, v, exact=key not in FOLDED_PROPERTIES)
         if problem:
             raise RulesError(source, f"{where}: {v!r}", problem)
     return rule
@@ -414,7 +427,7 @@ def _derive(rules, properties):
             continue
         trait, problem = _valued_trait(rule.prefix, value)
         if problem:
-            problems.append(f"capability {key}: {_one_line(value, 80)!r}: {problem}")
+            problems.append(f"capability {key}: {problem}")
         else:
             traits.add(trait)
     stats = host_stats(props)
@@ -425,9 +438,10 @@ def _derive(rules, properties):
         value = str(value)
         if not rule.allows(value):
             continue
-        trait, problem = _valued_trait(rule.prefix, value)
+        trait, problem = _valued_trait(rule.prefix, value,
+                                       exact=rule.key not in FOLDED_PROPERTIES)
         if problem:
-            problems.append(f"property {rule.key}: {_one_line(value, 80)!r}: {problem}")
+            problems.append(f"property {rule.key}: {problem}")
         else:
             traits.add(trait)
     for rule in rules.ranges:

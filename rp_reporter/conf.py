@@ -132,7 +132,7 @@ RING_OPTS = [
 ]
 
 TRAITS_OPTS = [
-    cfg.StrOpt("rules_file",
+    cfg.StrOpt("rules_file", mutable=True,
                help="YAML rule file mapping node capabilities and properties to traits "
                     "(etc/rp_reporter/capability-rules.yaml). Set: the agent keeps each "
                     "node's derived traits in step on every change, adding what the rules "

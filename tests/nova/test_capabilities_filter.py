@@ -260,13 +260,6 @@ SPELLING_FLAVORS = [{"capabilities:boot_mode": "uefi"}, {"capabilities:boot_mode
                     {"capabilities:boot_mode": "bios"}]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known gap: derived trait names fold case and map every character outside A-Z0-9_ to '_' "
-    "(capabilities.normalize), so 'UEFI' and 'uefi', 'gpt-x' and 'gpt_x' give one trait, "
-    "while nova's filter compares the strings exactly: Placement returns both spellings "
-    "(doc/operator-guide.md section 8 says so; the audit reports it as trait_collision). "
-    "Fix in capabilities.py: derive (and translate) only values that round-trip, or report "
-    "the others; then drop this mark"))
 def test_spellings_nova_tells_apart_are_never_merged_by_a_trait(stack, ironic, nova_ironic,
                                                                 placement, tmp_path):
     """Each flavor picks exactly what nova picks, or its spec is named untranslated."""
