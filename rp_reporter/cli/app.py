@@ -73,6 +73,13 @@ class ReporterApp(app.App):
         return self._conf
 
 
+def add_rules_option(parser):
+    """--rules, as every command that reads capability rules takes it."""
+    parser.add_argument("--rules", metavar="FILE",
+                        help="Capability rule file (default: [traits] rules_file, else the "
+                             "built-in rules).")
+
+
 def exit_code_of(error):
     """A service error's exit status: bad configuration or grants 2, anything else 1."""
     return EXIT_USAGE if error.kind in (errors.DENIED, errors.MISCONFIGURED) else EXIT_FAILED

@@ -131,9 +131,7 @@ class FlavorTranslate(app.CommandMixin, lister.Lister):
         parser.add_argument("--flavor-json", metavar="FILE", action="append", default=[],
                             help="The JSON of `openstack flavor show -f json` (- for stdin); "
                                  "repeatable.")
-        parser.add_argument("--rules", metavar="FILE",
-                            help="Capability rule file (default: [traits] rules_file, else "
-                                 "the built-in rules).")
+        app.add_rules_option(parser)
         parser.add_argument("--resource-class", metavar="NAME",
                             help="Add resources:CUSTOM_<NAME>=1 when the flavor asks for no "
                                  "custom class.")
@@ -189,9 +187,7 @@ class TraitsFromCapabilities(app.CommandMixin, lister.Lister):
         parser.add_argument("nodes", nargs="*", metavar="NODE", help="Node uuid or name.")
         parser.add_argument("--dry-run", action="store_true",
                             help="Show what would change; write nothing.")
-        parser.add_argument("--rules", metavar="FILE",
-                            help="Capability rule file (default: [traits] rules_file, else "
-                                 "the built-in rules).")
+        app.add_rules_option(parser)
         parser.add_argument("--resource-class", dest="current_class", metavar="NAME",
                             help="Only nodes of this resource_class.")
         parser.add_argument("--name-glob", metavar="GLOB", help="Only nodes whose name matches.")

@@ -160,9 +160,7 @@ class Audit(app.CommandMixin, lister.Lister):
                             help="The JSON of `openstack flavor show -f json`: how many nodes "
                                  "it matches before (capabilities) and after (traits) "
                                  "translation (repeatable).")
-        parser.add_argument("--rules", metavar="FILE",
-                            help="Capability rule file (default: [traits] rules_file, else "
-                                 "the built-in rules).")
+        app.add_rules_option(parser)
         return parser
 
     def take_action(self, args):

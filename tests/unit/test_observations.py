@@ -66,24 +66,39 @@ class ReadingPlacement:
         return self.held[uuid]
 
 
-def test_a_wrong_entry_with_the_right_generation_is_read_again_within_the_period():
+PERIOD = 5
+
+
+def restored(believed_traits, true_traits, placement_class=None):
+    """(syncer, placement, desired): a cache entry believing one trait set while
+    Placement holds another at the same generation (deleted and created again by
+    someone else), the node wanting CUSTOM_A."""
     (u,) = entries(1)
-    believed = Observed(u, 3, GOLD, frozenset({"CUSTOM_A", model.MANAGED_TRAIT}))
-    # Deleted and created again by someone else, at the same generation:
-    truth = Observed(u, 3, GOLD, frozenset({"CUSTOM_B", model.MANAGED_TRAIT}))
-    desired = model.Desired(u, u, "CUSTOM_GOLD", 0, frozenset({"CUSTOM_A"}))
-    period = 5
-    placement = ReadingPlacement({u: truth})
-    syncer = provider.ProviderSync(placement, reverify_passes=period)
+    believed = Observed(u, 3, GOLD, frozenset(believed_traits) | {model.MANAGED_TRAIT})
+    truth = Observed(u, 3, GOLD, frozenset(true_traits) | {model.MANAGED_TRAIT})
+    placement = (placement_class or ReadingPlacement)({u: truth})
+    syncer = provider.ProviderSync(placement, reverify_passes=PERIOD)
     syncer.restore(observations.dump({u: believed}, pass_number=0))
+    return syncer, placement, model.Desired(u, u, "CUSTOM_GOLD", 0, frozenset({"CUSTOM_A"}))
+
+
+def until_due(syncer, u):
+    """Start passes until ``u`` is due (a syncer restored at pass 0)."""
+    for _ in range(observations.bucket(u, PERIOD) or PERIOD):
+        syncer.start_pass()
+
+
+def test_a_wrong_entry_with_the_right_generation_is_read_again_within_the_period():
+    syncer, placement, desired = restored({"CUSTOM_A"}, {"CUSTOM_B"})
+    u = desired.uuid
     passes_trusted = 0
-    for _ in range(period):
+    for _ in range(PERIOD):
         syncer.start_pass()
         if not syncer.in_step(desired, (u, 3)):
             break
         passes_trusted += 1
-    assert passes_trusted < period  # re-read within the period
-    assert passes_trusted == (observations.bucket(u, period) or period) - 1
+    assert passes_trusted < PERIOD  # re-read within the period
+    assert passes_trusted == (observations.bucket(u, PERIOD) or PERIOD) - 1
     result = syncer.sync(desired, 3, dry_run=True)
     assert placement.reads == 1 and result.ops  # the truth read, the repair planned
 
@@ -94,21 +109,10 @@ def test_a_malformed_saved_cache_is_ignored():
     assert syncer.snapshot()["entries"] == {}
 
 
-def _due_at(u, period):
-    """Passes until ``u`` is due, for a syncer restored at pass 0."""
-    return observations.bucket(u, period) or period
-
-
 def test_a_due_entry_read_ahead_of_the_listing_is_trusted_in_its_pass():
-    (u,) = entries(1)
-    held = Observed(u, 3, GOLD, frozenset({"CUSTOM_A", model.MANAGED_TRAIT}))
-    desired = model.Desired(u, u, "CUSTOM_GOLD", 0, frozenset({"CUSTOM_A"}))
-    period = 5
-    placement = ReadingPlacement({u: held})
-    syncer = provider.ProviderSync(placement, reverify_passes=period)
-    syncer.restore(observations.dump({u: held}, pass_number=0))
-    for _ in range(_due_at(u, period)):
-        syncer.start_pass()
+    syncer, placement, desired = restored({"CUSTOM_A"}, {"CUSTOM_A"})
+    u = desired.uuid
+    until_due(syncer, u)
     assert syncer.due() == [u]
     syncer.reverify(u)
     # Read once, ahead; in step, so the pass has nothing left to do for it.
@@ -119,36 +123,25 @@ def test_a_due_entry_read_ahead_of_the_listing_is_trusted_in_its_pass():
 
 
 def test_a_wrong_entry_read_ahead_is_repaired_in_its_pass():
-    (u,) = entries(1)
-    believed = Observed(u, 3, GOLD, frozenset({"CUSTOM_A", model.MANAGED_TRAIT}))
-    truth = Observed(u, 3, GOLD, frozenset({"CUSTOM_B", model.MANAGED_TRAIT}))
-    desired = model.Desired(u, u, "CUSTOM_GOLD", 0, frozenset({"CUSTOM_A"}))
-    period = 5
-    placement = ReadingPlacement({u: truth})
-    syncer = provider.ProviderSync(placement, reverify_passes=period)
-    syncer.restore(observations.dump({u: believed}, pass_number=0))
-    for _ in range(_due_at(u, period)):
-        syncer.start_pass()
-    syncer.reverify(u)
-    assert not syncer.in_step(desired, (u, 3))
+    syncer, placement, desired = restored({"CUSTOM_A"}, {"CUSTOM_B"})
+    until_due(syncer, desired.uuid)
+    syncer.reverify(desired.uuid)
+    assert not syncer.in_step(desired, (desired.uuid, 3))
     result = syncer.sync(desired, 3, dry_run=True)
     assert placement.reads == 1  # the read ahead is the one the sync plans on
     assert [op.kind for op in result.ops] == ["traits"]
 
 
-def test_a_read_ahead_that_outlives_its_pass_does_not_count_for_the_next():
-    (u,) = entries(1)
-    held = Observed(u, 3, GOLD, frozenset({model.MANAGED_TRAIT}))
-    period = 1  # due in every pass
-
+def test_a_read_ahead_that_outlives_its_pass_is_dropped():
     class SlowPlacement(ReadingPlacement):
         def observe(self, uuid):
             syncer.start_pass()  # the pass failed and the next one began meanwhile
             return super().observe(uuid)
 
-    syncer = provider.ProviderSync(SlowPlacement({u: held}), reverify_passes=period)
-    syncer.restore(observations.dump({u: held}, pass_number=0))
-    syncer.start_pass()
-    syncer.reverify(u)
-    desired = model.Desired(u, u, "CUSTOM_GOLD", 0, frozenset())
-    assert not syncer.in_step(desired, (u, 3))  # still due: read again by the sync
+    syncer, placement, desired = restored({"CUSTOM_A"}, {"CUSTOM_B"}, SlowPlacement)
+    until_due(syncer, desired.uuid)
+    syncer.reverify(desired.uuid)
+    assert placement.reads == 1
+    # Its answer counts for no pass: the entry is as it was, due again in its turn.
+    (row,) = syncer.snapshot()["entries"].values()
+    assert syncer.snapshot()["traits"][row[2]] == sorted({"CUSTOM_A", model.MANAGED_TRAIT})
