@@ -23,8 +23,9 @@ LOG = logging.getLogger(__name__)
 
 RESHAPE_GENERATION_STEP = 2
 # POST /reshaper requests in flight at once while new providers are created.
-# Each is one transaction over a whole batch; more than a few only queue up
-# in Placement behind the creations (tox -e bench -- sweep).
+# Each is one transaction over a whole batch; one at a time left the creation
+# workers waiting on each (doc/benchmarks/concurrency.md), and more than a few
+# only queue in Placement behind the creations.
 RESHAPERS = 3
 
 NOT_LISTED = object()  # the bulk listing did not show this provider
