@@ -16,6 +16,7 @@ malformed in it raises ValueError: the caller then reads every provider
 afresh, which costs time, never a wrong write.
 """
 
+import sys
 import uuid as uuidlib
 
 from rp_reporter import model
@@ -82,6 +83,7 @@ def load(document):
                 raise ValueError(f"{uuid[:64]!r} is not a canonical uuid")
             if not isinstance(generation, int) or generation < 0 or i < 0 or t < 0:
                 raise ValueError(f"entry {uuid} is malformed")
+            uuid = sys.intern(uuid)  # the same string as the node's (model._uuid)
             entries[uuid] = Observed(uuid, generation, inventories[i], traits[t])
     except (AttributeError, KeyError, IndexError, TypeError) as e:
         raise ValueError(f"malformed observations: {type(e).__name__}: {e}") from None

@@ -8,6 +8,7 @@ jittered); nothing else is.
 
 import collections
 import logging
+import sys
 import threading
 import urllib.parse
 import uuid as uuidlib
@@ -163,7 +164,7 @@ class PlacementClient:
             for chunk in resp.iter_content(LISTING_CHUNK):
                 parser.send(chunk)
                 for rp in found:
-                    uuid, name = rp["uuid"], rp["name"]
+                    uuid, name = sys.intern(rp["uuid"]), rp["name"]  # as model's uuids
                     # Named after its node's uuid, as is usual: one string for both.
                     listed[uuid] = (uuid if name == uuid else name, rp["generation"])
                 del found[:]

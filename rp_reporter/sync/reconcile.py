@@ -20,6 +20,7 @@ import collections
 import concurrent.futures
 import dataclasses
 import logging
+import sys
 import time
 
 from rp_reporter import errors
@@ -303,7 +304,7 @@ class Reconciler:
         def noting_uuids(records):
             for record in records:
                 if isinstance(record, dict):
-                    in_ironic.add(str(record.get("uuid")))
+                    in_ironic.add(sys.intern(str(record.get("uuid"))))  # as model's uuids
                 yield record
 
         self.syncer.start_pass()
