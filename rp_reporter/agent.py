@@ -276,11 +276,9 @@ class Agent:
     # -- the one per-node sync --------------------------------------------
     def sync_node(self, uuid):
         """Make Placement match node ``uuid`` as Ironic has it now; False to retry."""
-        extra_fields = self.reconciler.extra_fields
         trait_error = None
         try:
-            record = (self.ironic.get_node(uuid, extra_fields=extra_fields) if extra_fields
-                      else self.ironic.get_node(uuid))
+            record = self.ironic.get_node(uuid, self.reconciler.extra_fields)
         except errors.ServiceError as e:
             return self._failed(e)
         self.ironic_dep.ok()

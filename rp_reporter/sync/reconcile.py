@@ -316,8 +316,7 @@ class Reconciler:
             providers = pool.submit(self.syncer.placement.list_providers)
             for uuid in self.syncer.due():
                 pool.submit(self.syncer.reverify, uuid)
-            records = (self.ironic.iter_nodes(extra_fields=self.extra_fields)
-                       if self.extra_fields else self.ironic.iter_nodes())
+            records = self.ironic.iter_nodes(self.extra_fields)
             desired = self._desired(noting_uuids(records), summary, keep_views, dry_run)
             listed = providers.result()
         except BaseException:
