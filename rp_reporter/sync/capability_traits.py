@@ -18,12 +18,8 @@ those are ever removed.  The order loses nothing to a crash at any point:
    traits recorded: the next run drops them from the record).
 """
 
-import logging
-
 from rp_reporter import capabilities
 from rp_reporter.sync import ironic as ironic_sync
-
-LOG = logging.getLogger(__name__)
 
 # What a node record needs beside Ironic's usual fields (iter_nodes / get_node extra_fields).
 FIELDS = ironic_sync.TRAIT_FIELDS
@@ -65,6 +61,4 @@ class NodeTraits:
             self.ironic.remove_trait(uuid, trait)
         if changes.recorded != grown:
             self.ironic.record_derived_traits(uuid, changes.recorded)
-        LOG.info("node %s: derived traits added %s, removed %s", uuid,
-                 ",".join(sorted(changes.add)) or "-", ",".join(sorted(changes.remove)) or "-")
         return changes

@@ -28,15 +28,13 @@ from rp_reporter import model
 from rp_reporter import state as rp_state
 from rp_reporter.outage import Outage
 from rp_reporter.sync import absence
+from rp_reporter.sync import ironic as ironic_sync
 from rp_reporter.sync import provider
 from rp_reporter.sync.provider import NOT_LISTED
 from rp_reporter.sync.provider import Outcome
 from rp_reporter.sync.provider import Result
 
 LOG = logging.getLogger(__name__)
-
-# The node fields derived traits are computed from (properties) and recorded in (extra).
-TRAIT_FIELDS = ("properties", "extra")
 
 # Above this many unexplained providers, one unscoped uuid-only Ironic listing
 # is cheaper than a direct read each.
@@ -127,7 +125,7 @@ class Reconciler:
     @property
     def extra_fields(self):
         """The node fields to list and read beyond the model's: none without rules."""
-        return TRAIT_FIELDS if self.node_traits is not None else ()
+        return ironic_sync.TRAIT_FIELDS if self.node_traits is not None else ()
 
     def plan_traits(self, record):
         """The derived-trait changes Ironic needs for this node record (pure), or None
