@@ -34,7 +34,10 @@ RESOURCE_CLASS_MAX = 80
 
 
 def _record(node, fields=NODE_FIELDS):
-    data = node.to_dict()
+    # The node's own parsed JSON, not to_dict(): that deep-copies every node
+    # (about 1 s of CPU per 10,000 nodes, each pass) for a Node object that is
+    # dropped the moment its fields are taken.
+    data = node._info
     return {field: data.get(field) for field in fields}
 
 
