@@ -92,6 +92,22 @@ def load():
     return round(os.getloadavg()[0], 2)
 
 
+def service_cpu(stack, name):
+    """CPU seconds used so far by a stack's service: every process of its session
+    (a gunicorn master and its workers), read from /proc."""
+    service = stack.services[name]
+    total = 0.0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[3]) == service.proc.pid:  # its session's process group
+            total += int(fields[11]) + int(fields[12])  # utime + stime, in ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def loader_threads():
     """Ironic on MariaDB takes concurrent writes; on sqlite more threads only queue."""
     return 8 if DATABASE == "mariadb" else 4
