@@ -7,6 +7,11 @@ again afterwards (the newer state is never skipped); a failed sync is retried
 with exponential backoff until it succeeds or ``wanted(key)`` says no (the
 node is no longer owned).  A restart loses nothing: reconcile rebuilds it.
 
+A worker survives whatever one sync does: an exception from the sync, the
+retry bookkeeping or ``on_done`` costs that attempt (the key is retried), and a
+worker thread that dies anyway is started again by ``revive()`` (the agent calls
+it every heartbeat and says so on ``/healthz``).
+
 Two lanes: a key added ``urgent`` (a notification: someone just changed that
 node) goes ahead of routine keys (a resync's), so a restarted agent's cold
 resync of every node it owns does not hold up the changes made meanwhile.
@@ -21,6 +26,14 @@ import time
 
 LOG = logging.getLogger(__name__)
 URGENT, ROUTINE = 0, 1  # lanes, taken from in this order
+# The backoff doubles per failure up to its cap; beyond this many doublings it is
+# at the cap for any sane base, and 2.0 ** 1024 would overflow a float.
+MAX_DOUBLINGS = 60
+
+
+def backoff(failures, base, cap):
+    """The delay before retry number ``failures`` (1, 2, ...): doubling, capped."""
+    return min(cap, base * 2.0 ** min(max(failures - 1, 0), MAX_DOUBLINGS))
 
 
 class WorkQueue:
@@ -40,13 +53,32 @@ class WorkQueue:
         self._dirty = {}  # key -> lane: queued while running, run again afterwards
         self._stopping = False
         self._paused = False
-        self._threads = [threading.Thread(target=self._work, name=f"sync-{i}", daemon=True)
-                         for i in range(workers)]
+        self._threads = [self._worker(f"sync-{i}") for i in range(workers)]
+        self._deaths = {}  # worker name -> why it ended, for revive()
+
+    def _worker(self, name):
+        return threading.Thread(target=self._work, name=name, daemon=True)
 
     def start(self):
         for t in self._threads:
             t.start()
         return self
+
+    def revive(self):
+        """Start again every worker thread that died; returns [(name, why)]."""
+        revived = []
+        with self._cond:
+            if self._stopping:
+                return revived
+            for i, thread in enumerate(self._threads):
+                if thread.ident is not None and not thread.is_alive():
+                    why = self._deaths.pop(thread.name, "ended")
+                    self._threads[i] = self._worker(thread.name)
+                    self._threads[i].start()
+                    revived.append((thread.name, why))
+        for name, why in revived:
+            LOG.error("work queue thread %s died (%s); started again", name, why)
+        return revived
 
     # -- producers ------------------------------------------------------
     def add(self, key, urgent=False):
@@ -141,7 +173,7 @@ class WorkQueue:
                 self._queued.discard(key)
             elif self._wanted(key):
                 failures = self._failures[key] = self._failures.get(key, 0) + 1
-                delay = min(self._backoff_max, self._backoff_base * 2 ** (failures - 1))
+                delay = backoff(failures, self._backoff_base, self._backoff_max)
                 heapq.heappush(self._delayed,
                                (time.monotonic() + random.uniform(delay / 2, delay), key))
                 self._cond.notify()
@@ -149,17 +181,44 @@ class WorkQueue:
                 self._queued.discard(key)
                 self._failures.pop(key, None)
 
+    def _release(self, key):
+        """After a failure in the bookkeeping itself: the key leaves the running set
+        and is retried after the longest backoff (never stuck as queued)."""
+        with self._cond:
+            self._running.discard(key)
+            self._dirty.pop(key, None)
+            self._queued.add(key)
+            heapq.heappush(self._delayed, (time.monotonic() + self._backoff_max, key))
+            self._cond.notify()
+
     def _work(self):
-        while True:
-            key = self._take()
-            if key is None:
-                return
-            ok = False
-            try:
-                # A key no longer wanted (not owned) is done: nothing to retry.
-                ok = not self._wanted(key) or self._sync(key) is not False
-            except Exception as e:
-                LOG.warning("node %s: sync failed, will retry: %s", key, e)
+        try:
+            while True:
+                key = self._take()
+                if key is None:
+                    return
+                self._work_on(key)
+        except BaseException as e:  # the thread ends here; revive() starts another
+            self._deaths[threading.current_thread().name] = f"{type(e).__name__}: {e}"
+            raise
+
+    def _work_on(self, key):
+        ok = False
+        try:
+            # A key no longer wanted (not owned) is done: nothing to retry.
+            ok = not self._wanted(key) or self._sync(key) is not False
+        except Exception as e:
+            LOG.warning("node %s: sync failed, will retry: %s", key, e)
+        except BaseException:
+            self._release(key)
+            raise
+        try:
             self._finish(key, ok)
-            if self._on_done:
+        except Exception:
+            LOG.exception("node %s: work queue bookkeeping failed; retried later", key)
+            self._release(key)
+        if self._on_done:
+            try:
                 self._on_done(key, ok)
+            except Exception:
+                LOG.exception("node %s: after-sync callback failed", key)

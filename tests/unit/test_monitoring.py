@@ -126,7 +126,8 @@ def _tool(name):
     path = shutil.which(name)
     if path is None:
         if REQUIRED:
-            pytest.fail(f"{name} is missing (tox -e monitoring installs promtool)")
+            pytest.fail(f"{name} is missing (tox -e monitoring installs it: "
+                        f"tools/install_monitoring_tools.sh)")
         pytest.skip(f"{name} not installed")
     return path
 
@@ -144,9 +145,7 @@ def test_promtool_test_rules():
 
 
 def test_systemd_units_verify(tmp_path):
-    tool = shutil.which("systemd-analyze")
-    if tool is None:
-        pytest.skip("systemd-analyze not installed")
+    tool = _tool("systemd-analyze")
     units = sorted(os.listdir(UNITS))
     assert {"rp-reporter-agent.service", "rp-reporter-reconcile.service",
             "rp-reporter-reconcile.timer"} <= set(units)

@@ -175,3 +175,69 @@ def test_an_urgent_key_queued_during_its_own_sync_runs_next():
     wait_idle(q)
     q.stop()
     assert calls == ["a", "a", "x", "y"]
+
+
+def test_a_sync_that_fails_thousands_of_times_then_succeeds_is_synced():
+    # 2 ** 1024 overflows a float: an uncapped exponent killed the worker at
+    # the 1,025th failure and left the key marked queued for good.
+    failures_wanted = 3000
+    attempts = []
+
+    def sync(key):
+        attempts.append(key)
+        return len(attempts) > failures_wanted
+
+    q = WorkQueue(sync, workers=1, backoff_base=1e-7, backoff_max=1e-5).start()
+    q.add("a")
+    wait_idle(q, timeout=60)
+    assert len(attempts) == failures_wanted + 1
+    assert all(t.is_alive() for t in q._threads)
+    q.add("a")  # the key is free again: a later event syncs it
+    wait_idle(q)
+    q.stop()
+    assert len(attempts) == failures_wanted + 2
+
+
+def test_the_backoff_doubles_and_stays_at_its_cap_for_any_number_of_failures():
+    from rp_reporter.sync.queue import backoff
+
+    assert [backoff(n, 0.2, 30.0) for n in (1, 2, 3)] == [0.2, 0.4, 0.8]
+    assert backoff(1025, 0.2, 30.0) == 30.0
+    assert backoff(10 ** 9, 0.2, 30.0) == 30.0
+
+
+def test_a_callback_that_raises_costs_nothing_but_its_own_call():
+    synced = []
+
+    def on_done(key, ok):
+        raise RuntimeError("metrics bug")
+
+    q = WorkQueue(synced.append, workers=1, on_done=on_done).start()
+    for key in ("a", "b", "c"):
+        q.add(key)
+    wait_idle(q)
+    assert synced == ["a", "b", "c"] and q._threads[0].is_alive()
+    q.stop()
+
+
+def test_a_worker_that_dies_is_started_again_and_its_key_synced():
+    calls = []
+
+    def sync(key):
+        calls.append(key)
+        if len(calls) == 1:
+            raise SystemExit("thread killed")  # not an Exception: ends the thread
+
+    q = WorkQueue(sync, workers=1, backoff_max=0.05).start()
+    q.add("a")
+    deadline = time.monotonic() + 5
+    while q._threads[0].is_alive():
+        assert time.monotonic() < deadline, "the worker did not end"
+        time.sleep(0.01)
+    assert q.has("a")  # released for a retry, not lost
+    revived = q.revive()
+    assert revived == [("sync-0", "SystemExit: thread killed")]
+    wait_idle(q)
+    q.stop()
+    assert calls == ["a", "a"]
+    assert q.revive() == []  # stopped: nothing to start
