@@ -43,6 +43,7 @@ from rp_reporter import membership as rp_membership
 from rp_reporter import metrics as rp_metrics
 from rp_reporter import model
 from rp_reporter import preflight
+from rp_reporter import supervisor as rp_supervisor
 from rp_reporter import wiring
 from rp_reporter.outage import Outage
 from rp_reporter.sync import provider
@@ -89,10 +90,16 @@ class Agent:
         self.ready = threading.Event()  # listener bound: events from now on are seen
         self.listener = None
         self.membership = rp_membership.from_conf(conf)
+        self.threads = rp_supervisor.Supervisor(self.stopping)
+        # No write leaves this agent after its fencing deadline, nor for a node that
+        # is no longer its own, however long a sync under way keeps retrying.
+        self.syncer.placement.write_guard = self.ironic.write_guard = self.check_lease
+        self.syncer.guard = self.check_owner
         self._event_sent_at = {}  # uuid -> earliest notification not yet synced
         self._unowned_events = collections.OrderedDict()  # uuid -> when, another's node
         self._event_lock = threading.Lock()
         self.ring = self._ring({conf.host})
+        self.ring_joined = False  # a member of the ring at least once
         self._export_health()
 
     def use_rules(self, rules):
@@ -120,11 +127,22 @@ class Agent:
         """This agent syncs the node: it is a live, unfenced member and the ring says so."""
         return not self.membership.fenced and self.ring.owner(uuid) == self.conf.host
 
+    def check_lease(self):
+        """Raise errors.Fenced once the membership lease lapsed (before a write)."""
+        if self.membership.fenced:
+            raise errors.Fenced("membership lease lapsed: not written")
+
+    def check_owner(self, uuid):
+        """Raise errors.Fenced unless this agent may write node ``uuid`` now."""
+        if not self.owns(uuid):
+            raise errors.Fenced(f"node {uuid} is not this agent's now: not written")
+
     def renew_membership(self):
         """Renew membership every heartbeat; on a change of members, rebuild the ring
         and resync at once (newly owned nodes are synced; released ones are left alone)."""
         while not self.stopping.is_set():
             members = self.membership.tick()
+            self.ring_joined = self.ring_joined or bool(members)
             if members and members != self.ring.members:
                 LOG.info("ring members now %s", sorted(members))
                 self.ring = self._ring(members)
@@ -267,6 +285,10 @@ class Agent:
                     self.deps[e.section].failed(e)
                     self._enqueue(d.uuid for d in chunk + new)
                     break
+                except errors.Fenced as e:  # the resync after unfencing takes the rest
+                    LOG.warning("bulk creation stopped: %s", e)
+                    self._enqueue(d.uuid for d in chunk + new)
+                    break
                 for result in filter(None, results):
                     self.metrics.record_sync(result)
                     created += 1
@@ -309,6 +331,9 @@ class Agent:
                 result = self.syncer.sync(self.reconciler.desired(node), provider.USE_CACHE)
         except errors.ServiceError as e:
             return self._failed(e)
+        except errors.Fenced as e:  # the resync after unfencing looks at it again
+            LOG.info("node %s: %s", uuid, e)
+            return False
         self.placement_dep.ok()
         self.metrics.record_sync(result)
         if result.outcome is provider.Outcome.FAILED:
@@ -350,7 +375,13 @@ class Agent:
         if not self.ready.is_set():
             return False, "starting"
         if self.membership.fenced:
+            down = self.membership.down
+            if self.membership.lapses == 0 and down is not None and not self.ring_joined:
+                return False, f"not a member yet: coordination backend: {down}"
             return False, "fenced: membership not renewed"
+        thread_problem = self.threads.problem()
+        if thread_problem:
+            return False, thread_problem
         for dep in (*self.deps.values(), self.reconciler.trait_writes):
             if dep.down_since is not None:
                 return False, f"{dep.name}: {dep.error}"
@@ -389,6 +420,25 @@ class Agent:
             self.wake.set()  # a resync puts every node in step with the new rules
         return True
 
+    def wait_supervising(self, seconds):
+        """Wait for the next pass (or a wake-up), restarting any supervised thread
+        that dies meanwhile: a dead thread costs one heartbeat, not a pass."""
+        deadline = time.monotonic() + seconds
+        while not self.wake.is_set():
+            self.supervise()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self.wake.wait(min(left, self.conf.coordination.heartbeat))
+
+    def supervise(self):
+        """Start dead threads again (the membership, fencing and queue workers)."""
+        died = self.threads.check(extra=self.queue.revive())
+        for name, _ in died:
+            self.metrics.threads_restarted.labels(name.rstrip("0123456789-")).inc()
+        if died:
+            self.wake.set()  # a resync requeues whatever a dead thread held
+
     def next_wait(self):
         interval, jitter = self.conf.reconcile.interval, self.conf.reconcile.jitter
         return interval * random.uniform(1 - jitter, 1 + jitter)
@@ -426,11 +476,11 @@ class Agent:
                 LOG.error("cannot serve [agent] metrics_bind = %s: %s",
                           self.conf.agent.metrics_bind, e)
                 return 2
-        self.membership.start()
-        self.membership.tick()
+        self.membership.start()  # a backend that is down: joined once it answers
+        self.ring_joined = not self.membership.fenced
         self.ring = self._ring(self.membership.members() or {self.conf.host})
-        threading.Thread(target=self.renew_membership, name="membership", daemon=True).start()
-        threading.Thread(target=self.watch_fencing, name="fencing", daemon=True).start()
+        self.threads.start("membership", self.renew_membership)
+        self.threads.start("fencing", self.watch_fencing)
         self.queue.start()
         self.start_listener()
         self.ready.set()
@@ -440,13 +490,16 @@ class Agent:
             self.wake.clear()
             done = True
             if not self.membership.fenced:
+                started = time.monotonic()
                 with self.metrics.reconciling.track_inprogress():
                     done = self.resync()
+                if done:
+                    self.threads.recovered(started)
             # A pass that could not run (an outage, a refused permission, Keystone or
             # the catalog misconfigured) is tried again within [agent] retry_max, so
             # the agent recovers by itself soon after the cause is fixed.
-            self.wake.wait(self.next_wait() if done else
-                           min(self.next_wait(), self.conf.agent.retry_max))
+            self.wait_supervising(self.next_wait() if done else
+                                  min(self.next_wait(), self.conf.agent.retry_max))
         if self.listener:
             self.listener.stop()
         self.queue.stop(timeout=6)

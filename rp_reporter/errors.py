@@ -34,6 +34,11 @@ GRANTS = {
 }
 
 
+class Fenced(Exception):
+    """This agent may not write now: its membership lapsed, or the node is no longer
+    its own.  Raised before a write is sent, never after (nothing to undo)."""
+
+
 class ServiceError(Exception):
     """A failed call to one service: ``section``, ``kind`` and a one-line message."""
 

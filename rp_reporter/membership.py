@@ -33,6 +33,7 @@ class Alone:
     """No backend, no peers: this agent owns every node."""
 
     lapses = 0  # never fenced
+    down = None  # no backend to fail
 
     def __init__(self, member_id):
         self.member_id = member_id
@@ -97,9 +98,11 @@ class Group:
     def _join(self):
         with self._lock:
             if self._coordinator is None:
-                self._coordinator = coordination.get_coordinator(self.url,
-                                                                 self.member_id.encode())
-                self._coordinator.start(start_heart=False)
+                coordinator = coordination.get_coordinator(self.url, self.member_id.encode())
+                coordinator.start(start_heart=False)
+                # Only a started client is kept: one whose start failed is built
+                # afresh on the next try, never used half-started.
+                self._coordinator = coordinator
             try:
                 self._coordinator.create_group(self.group).get()
             except coordination.GroupAlreadyExist:
@@ -113,13 +116,9 @@ class Group:
                 self._coordinator.join_group(self.group, self._capabilities).get()
 
     def start(self):
-        """Join (retried by tick() if the backend is not there yet)."""
-        try:
-            self._join()
-            self._last_renewal = time.monotonic()
-        except coordination.ToozError as e:
-            LOG.error("cannot join group %s at %s: %s", self.group.decode(),
-                      _safe(self.url), e)
+        """Join now if the backend answers; if not, tick() joins once it does (until
+        then the agent is fenced: it serves /healthz as not ready and writes nothing)."""
+        self.tick()
         return self
 
     def tick(self):
@@ -136,16 +135,42 @@ class Group:
             if self.member_id not in members:  # expired while cut off: join again
                 self._join()
                 members.add(self.member_id)
-            if self.fenced:  # the deadline passed before this renewal got through
-                self.lapses += 1
+            if self._last_renewal is not None and self.fenced:
+                self.lapses += 1  # the deadline passed before this renewal got through
             self._last_renewal = time.monotonic()
             self._members = members
             self._backend.ok()
-        except coordination.ToozError as e:
-            self._backend.failed(e, "membership not renewed; writes stop until it is" if self.fenced
-                                 else f"membership not renewed; writes stop in "
-                                      f"{self._time_left():.0f} s unless it is")
+        # Any failure, not only tooz's: a driver's client may raise its own errors
+        # (a timeout, READONLY from a replica during a failover), and membership
+        # must outlive every one of them.
+        except Exception as e:  # noqa: BLE001
+            self._backend.failed(e, self._consequence())
+            self._drop_coordinator_if_never_joined()
         return set() if self.fenced else set(self._members)
+
+    def _consequence(self):
+        if self._last_renewal is None:
+            return "unreachable: not a member yet; this agent writes nothing until it joins"
+        if self.fenced:
+            return "membership not renewed; writes stopped until it is"
+        return (f"membership not renewed; writes stop in {self._time_left():.0f} s "
+                f"unless it is")
+
+    def _drop_coordinator_if_never_joined(self):
+        """A client that never joined is built afresh on the next try (some drivers
+        keep a dead connection pool after a failed start)."""
+        if self._last_renewal is None and self._coordinator is not None:
+            with self._lock:
+                coordinator, self._coordinator = self._coordinator, None
+            try:
+                coordinator.stop()
+            except Exception:  # noqa: BLE001 - it is being dropped
+                pass
+
+    @property
+    def down(self):
+        """The backend's failure while it is failing, else None (for /healthz)."""
+        return self._backend.error
 
     def _time_left(self):
         if self._last_renewal is None:
@@ -162,7 +187,7 @@ class Group:
     def stop(self):
         if self._coordinator is None:
             return
-        if self.fenced:
+        if self.fenced or self._backend.error is not None:
             # The backend has not answered for a lease, and each call to it would
             # block while its client retries; the others drop us when the lease ends.
             LOG.warning("not leaving group %s: the coordination backend is unreachable",
@@ -170,12 +195,12 @@ class Group:
             return
         try:
             self._coordinator.leave_group(self.group).get()
-        except coordination.ToozError as e:
+        except Exception as e:  # noqa: BLE001 - the others drop us when the lease ends
             LOG.warning("could not leave group %s: %s", self.group.decode(), e)
         finally:
             try:
                 self._coordinator.stop()
-            except coordination.ToozError:
+            except Exception:  # noqa: BLE001
                 pass
 
 

@@ -53,6 +53,11 @@ class Metrics:
             "Managed providers whose nodes the last pass did not see (deleted once a pass an "
             "interval later still does not, unless the guard refuses).", registry=r)
 
+        self.threads_restarted = prom.Counter(
+            "rp_reporter_threads_restarted",
+            "Agent threads that died and were started again, by role (membership, "
+            "fencing, sync).", ["thread"], registry=r)
+
         # Read at each scrape (the agent sets their functions): what /healthz says,
         # as numbers an alert can use.
         self.healthy = prom.Gauge("rp_reporter_healthy",

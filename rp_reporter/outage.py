@@ -31,7 +31,9 @@ class Outage:
         self.error = None  # the failure that took it down, for /healthz
         self._lock = threading.Lock()
 
-    def failed(self, error):
+    def failed(self, error, consequence=None):
+        """Note a failed call; the first failure (or a new kind of failure) is logged
+        with ``consequence``, or with what the kind of failure means."""
         kind = getattr(error, "kind", errors.UNAVAILABLE)
         with self._lock:
             changed = self.error is None or getattr(self.error, "kind", None) != kind
@@ -39,7 +41,7 @@ class Outage:
                 self.down_since = time.monotonic()
             self.error = error
             if changed:
-                LOG.error("%s %s: %s", self.name,
+                LOG.error("%s %s: %s", self.name, consequence or
                           CONSEQUENCES.get(kind, CONSEQUENCES[errors.UNAVAILABLE]), error)
 
     def ok(self):

@@ -78,6 +78,8 @@ class IronicClient:
         self.conductor_group = conductor_group
         self.shard = shard
         self.page_size = page_size
+        # Called before every node write (derived traits): see PlacementClient.write_guard.
+        self.write_guard = lambda: None
         # After a full listing: None when it is shown to hold every node in scope,
         # else why it cannot be (see ``_listing_gap``).
         self.listing_gap = "no listing made yet"
@@ -207,6 +209,7 @@ class IronicClient:
     def add_trait(self, uuid, trait):
         """Add one trait to a node (``PUT /v1/nodes/{n}/traits/{t}``: the node's other
         traits, and a concurrent edit of them, are left alone)."""
+        self.write_guard()
         try:
             self._client.node.add_trait(uuid, trait)
         except ironic_exc.NotFound:
@@ -217,6 +220,7 @@ class IronicClient:
     def remove_trait(self, uuid, trait):
         """Remove one trait from a node (``DELETE /v1/nodes/{n}/traits/{t}``); False when
         the node no longer has it (or is gone), True when removed."""
+        self.write_guard()
         try:
             self._client.node.remove_trait(uuid, trait)
         except ironic_exc.NotFound:
@@ -227,6 +231,7 @@ class IronicClient:
     def record_derived_traits(self, uuid, traits):
         """Write the sorted list of traits rp_reporter derived and added into the node's
         ``extra/rp_reporter_derived_traits`` (one JSON PATCH of that key alone)."""
+        self.write_guard()
         path = "/extra/" + capabilities.RECORD_KEY
         try:
             self._client.node.update(uuid, [{"op": "add", "path": path,

@@ -95,6 +95,10 @@ class PlacementClient:
         self._known_classes = set()
         self._known_traits = set()
         self._names_lock = threading.Lock()  # one creation per name, not one per thread
+        # Called before every write is sent, retries included: the agent's raises
+        # errors.Fenced once its membership lapsed, so no write goes out after the
+        # fencing deadline however long a retry loop runs.
+        self.write_guard = lambda: None
         self._retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(Unavailable),
             stop=tenacity.stop_after_attempt(attempts),
@@ -115,6 +119,8 @@ class PlacementClient:
         return self._retrying(self._request_once, method, url, expect, json, microversion)
 
     def _request_once(self, method, url, expect, json, microversion, stream=False):
+        if method != "GET":
+            self.write_guard()
         with self._count_lock:
             self.requests[method] += 1
         try:

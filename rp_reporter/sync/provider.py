@@ -113,6 +113,9 @@ class ProviderSync:
         self.reverifying = set()  # this pass: in step as cached, re-read only because due
         self._reverified = set()  # this pass: due entries already re-read (reverify())
         self.bulk = True  # POST /reshaper allowed (until Placement says 403)
+        # Called with the node uuid before each write of a sync: the agent's raises
+        # errors.Fenced once the node is no longer its own (a ring change mid-sync).
+        self.guard = lambda uuid: None
         self._cache = {}
         self._interned = _Interned()
         self._lock = threading.Lock()
@@ -216,6 +219,7 @@ class ProviderSync:
 
     def _execute(self, uuid, generation, ops):
         for op in ops:
+            self.guard(uuid)
             if isinstance(op, planner.CreateProvider):
                 generation = self.placement.create_provider(op.uuid, op.name)
             elif isinstance(op, planner.SetTraits):

@@ -1,0 +1,83 @@
+"""The agent's long-lived threads, started again when one dies.
+
+A thread that ends while the agent runs is a bug or an unforeseen failure;
+either way the agent must not go on half-alive (renewals stopped, a worker
+gone) while the process looks fine to systemd.  ``check()`` starts every
+dead thread again, logs one line naming it and why it ended, and keeps the
+death on record until ``recovered()`` (the agent calls it once a reconcile
+pass that began after the death has completed), so ``/healthz`` says so.
+"""
+
+import logging
+import threading
+import time
+
+LOG = logging.getLogger(__name__)
+
+
+class Supervisor:
+    def __init__(self, stopping):
+        self._stopping = stopping  # threading.Event: threads end on purpose once set
+        self._targets = {}  # name -> callable
+        self._threads = {}  # name -> Thread
+        self._why = {}  # name -> why its last thread ended
+        self._lock = threading.Lock()
+        self.deaths = []  # [(monotonic time, name, why)] not yet recovered from
+        self.restarts = 0
+
+    def start(self, name, target):
+        with self._lock:
+            self._targets[name] = target
+            self._spawn(name)
+
+    def _spawn(self, name):
+        target = self._targets[name]
+
+        def run():
+            try:
+                target()
+            except BaseException as e:
+                self._why[name] = f"{type(e).__name__}: {e}"
+                LOG.exception("thread %s died", name)
+                raise
+            if not self._stopping.is_set():
+                self._why[name] = "returned while the agent runs"
+
+        thread = self._threads[name] = threading.Thread(target=run, name=name, daemon=True)
+        thread.start()
+
+    def alive(self):
+        """{name: alive?} of the supervised threads."""
+        with self._lock:
+            return {name: t.is_alive() for name, t in self._threads.items()}
+
+    def check(self, extra=()):
+        """Start every dead thread again; ``extra``: [(name, why)] that others (the
+        work queue) already started again.  Returns what died since the last check."""
+        died = list(extra)
+        if self._stopping.is_set():
+            return died
+        with self._lock:
+            for name, thread in self._threads.items():
+                if not thread.is_alive():
+                    died.append((name, self._why.pop(name, "ended")))
+                    self._spawn(name)
+                    LOG.error("thread %s died (%s); started again", name, died[-1][1])
+        now = time.monotonic()
+        self.deaths.extend((now, name, why) for name, why in died)
+        self.restarts += len(died)
+        return died
+
+    def recovered(self, since):
+        """A pass that began at ``since`` completed: deaths before it are repaired
+        (that pass requeued whatever a dead thread held)."""
+        self.deaths = [d for d in self.deaths if d[0] >= since]
+
+    def problem(self):
+        """One line for /healthz while a death is not yet repaired, else None."""
+        if not self.deaths:
+            return None
+        _, name, why = self.deaths[-1]
+        more = f" (and {len(self.deaths) - 1} more)" if len(self.deaths) > 1 else ""
+        return (f"thread {name} died ({why}){more}; started again, healthy once a "
+                f"reconcile pass completes")
