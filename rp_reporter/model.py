@@ -169,9 +169,9 @@ def node_from_api(record):
     traits = record.get("traits") or []
     if not isinstance(traits, list | tuple | set | frozenset):
         raise InvalidNode(f"traits is a {type(traits).__name__}, not a list")
-    bad = [t for t in traits if not valid_name(t)]
-    if bad:
-        raise InvalidNode(f"trait {str(bad[0])[:64]!r} is not a valid trait name")
+    # An invalid trait name costs that trait, not the node: provider() refuses it
+    # (one log line) and the node's state is still reported, as nova's driver does.
+    traits = [t if isinstance(t, str) else f"<a {type(t).__name__}>" for t in traits]
     # Ironic's resource_class is free text; odd types are the model's to report.
     resource_class = record.get("resource_class")
     return Node(

@@ -155,7 +155,9 @@ PROVISION_STATES = sorted(
 POWER_STATES = ["power on", "power off", "rebooting", "error", None]
 node_traits = st.sets(st.sampled_from(
     ["CUSTOM_GPU", "CUSTOM_A", "HW_CPU_X86_AVX2", "COMPUTE_NODE", "CUSTOM_RPR_MANAGED",
-     "CUSTOM_RPR_ADDED_CUSTOM_A", "CUSTOM_RPR_X"]), max_size=4)
+     "CUSTOM_RPR_ADDED_CUSTOM_A", "CUSTOM_RPR_X",
+     # Invalid names: both drop the one trait and report the node's state.
+     "custom_lower", "CUSTOM_HAS-DASH", "CUSTOM_" + "X" * 300]), max_size=4)
 provider_traits = st.sets(st.sampled_from(
     ["CUSTOM_GPU", "CUSTOM_OLD", "CUSTOM_RPR_ADDED_CUSTOM_GPU", "CUSTOM_RPR_ADDED_CUSTOM_OLD",
      "COMPUTE_NODE", "COMPUTE_STATUS_DISABLED", "OWNER_NOVA", "CUSTOM_RPR_MANAGED"]),

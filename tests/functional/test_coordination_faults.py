@@ -1,0 +1,118 @@
+"""The agent outlives every way a coordination backend fails, as a real process
+on a real Redis of its own: refused connections (Redis stopped), timeouts (Redis
+paused, so calls hang until the client's socket timeout), ``READONLY`` (Redis
+turned into a replica, as during a failover), and a backend that is down when
+the agent starts.  After each, the agent is a member again, healthy, and a node
+changed during the fault reaches Placement."""
+
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from tests.functional.agents import inventory
+from tests.functional.agents import wait_for
+from tools import localstack
+
+pytestmark = pytest.mark.functional
+LEASE, HEARTBEAT = 3, 0.5
+FAULT_SECONDS = 3 * LEASE  # longer than tooz's own retries, and than the lease
+
+
+class Redis:
+    """A redis-server of the test's own, which the test may break."""
+
+    def __init__(self, workdir):
+        self.port = localstack.free_port()
+        self.workdir = workdir
+        self.proc = None
+
+    @property
+    def url(self):
+        return f"redis://127.0.0.1:{self.port}"
+
+    def start(self):
+        self.proc = subprocess.Popen(
+            [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: localstack.port_open(self.port), 10, "redis-server")
+        return self
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def cli(self, *args):
+        return subprocess.run([shutil.which("redis-cli"), "-p", str(self.port), *args],
+                              capture_output=True, text=True, timeout=10).stdout.strip()
+
+
+@pytest.fixture
+def redis(stack, tmp_path):  # stack: redis-server is installed with it
+    server = Redis(tmp_path)
+    yield server
+    server.stop()
+
+
+def start_agent(agents, redis, wait_healthy=True):
+    return agents(coordination={"backend_url": redis.url, "lease": LEASE,
+                                "heartbeat": HEARTBEAT},
+                  agent={"retry_max": 1}, wait_healthy=wait_healthy)
+
+
+def refuse(redis):
+    redis.stop()
+    return lambda: redis.start()
+
+
+def time_out(redis):
+    # Every command hangs until the pause ends by itself (after FAULT_SECONDS).
+    redis.cli("CLIENT", "PAUSE", str(FAULT_SECONDS * 1000), "ALL")
+    return lambda: None
+
+
+def read_only(redis):
+    # A replica of a master that is not there: every write answers READONLY.
+    redis.cli("REPLICAOF", "127.0.0.1", str(localstack.free_port()))
+    return lambda: redis.cli("REPLICAOF", "NO", "ONE")
+
+
+@pytest.mark.parametrize("fault", [refuse, time_out, read_only])
+def test_the_agent_outlives_a_backend_fault_and_resyncs(fault, redis, agents, ironic, placement):
+    redis.start()
+    node = ironic.create(resource_class="baremetal-gold")
+    agent = start_agent(agents, redis)
+    wait_for(lambda: inventory(placement, node), 30, "the provider")
+
+    end_fault = fault(redis)
+    wait_for(lambda: agent.health()[0] == 503, 3 * LEASE, "fenced: /healthz 503")
+    ironic.patch(node, resource_class="baremetal-silver")  # while it writes nothing
+    time.sleep(FAULT_SECONDS)
+    assert agent.proc.poll() is None
+    assert "CUSTOM_BAREMETAL_SILVER" not in (inventory(placement, node) or {})
+
+    end_fault()
+    wait_for(agent.healthy, 6 * LEASE, "a member again: /healthz 200")
+    wait_for(lambda: "CUSTOM_BAREMETAL_SILVER" in (inventory(placement, node) or {}), 30,
+             "the change made while fenced")
+    output = agent.output()
+    assert "Traceback" not in output and "TypeError" not in output
+    assert output.count("coordination backend membership not renewed") == 1, output
+
+
+def test_an_agent_started_while_the_backend_is_down_joins_when_it_answers(
+        redis, agents, ironic, placement):
+    node = ironic.create(resource_class="baremetal-gold")
+    agent = start_agent(agents, redis, wait_healthy=False)
+    wait_for(lambda: "not a member yet" in agent.health()[1], 10, "/healthz: not a member yet")
+    assert agent.health()[0] == 503
+    time.sleep(2 * LEASE)
+    assert agent.proc.poll() is None and inventory(placement, node) is None  # writes nothing
+
+    redis.start()
+    wait_for(agent.healthy, 6 * LEASE, "joined: /healthz 200")
+    wait_for(lambda: inventory(placement, node), 30, "the provider")
+    assert "Traceback" not in agent.output()
