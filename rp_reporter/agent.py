@@ -317,7 +317,7 @@ class Agent:
                 try:
                     node = model.node_from_api(record)
                 except model.InvalidNode as e:
-                    LOG.warning("node %s: skipped: %s", uuid, e)
+                    self.reconciler.problems.note(uuid, f"skipped: {e}")
                     self.metrics.failures.labels("invalid_node").inc()
                     return True
                 # Derived traits go to Ironic first (the truth), then to the provider

@@ -16,6 +16,7 @@ that came after the deadline, so a lapse is seen even when one blocked
 renewal spanned it.
 """
 
+import contextlib
 import logging
 import os
 import threading
@@ -162,10 +163,8 @@ class Group:
         if self._last_renewal is None and self._coordinator is not None:
             with self._lock:
                 coordinator, self._coordinator = self._coordinator, None
-            try:
+            with contextlib.suppress(Exception):  # it is being dropped
                 coordinator.stop()
-            except Exception:  # noqa: BLE001 - it is being dropped
-                pass
 
     @property
     def down(self):
@@ -198,10 +197,8 @@ class Group:
         except Exception as e:  # noqa: BLE001 - the others drop us when the lease ends
             LOG.warning("could not leave group %s: %s", self.group.decode(), e)
         finally:
-            try:
+            with contextlib.suppress(Exception):
                 self._coordinator.stop()
-            except Exception:  # noqa: BLE001
-                pass
 
 
 def _safe(url):

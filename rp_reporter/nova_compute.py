@@ -35,6 +35,7 @@ from oslo_config import cfg
 from rp_reporter import conf as rp_conf
 from rp_reporter import membership
 from rp_reporter import model
+from rp_reporter import problems as rp_problems
 from rp_reporter import wiring
 from rp_reporter.sync import plan as planner
 
@@ -83,13 +84,7 @@ class IronicDriver(ironic_driver.IronicDriver):
     def __init__(self, virtapi, read_only=False):
         super().__init__(virtapi, read_only)
         self._rp_conf = None
-        self._logged = set()
-
-    def _log_once(self, nodename, message):
-        key = (str(nodename), message)
-        if key not in self._logged:
-            self._logged.add(key)
-            LOG.warning("node %s: %s", nodename, message)
+        self._problems = rp_problems.ProblemLog(LOG)  # each node's, logged once
 
     # Ownership -----------------------------------------------------------
 
@@ -119,12 +114,10 @@ class IronicDriver(ironic_driver.IronicDriver):
         desired = model.provider(
             nodename, info.get("resource_class"), unavailable, used, node.traits or (),
             skip_reserve_in_use=CONF.workarounds.skip_reserve_in_use_ironic_nodes)
-        if desired.refusal:
-            self._log_once(nodename, desired.refusal)
-        if desired.problem:
-            # nova raises NoResourceClass here and leaves the old inventory
-            # schedulable; the model drops it (kept reserved while allocated).
-            self._log_once(nodename, f"offers nothing: {desired.problem}")
+        # nova raises NoResourceClass for a node without a class and leaves the old
+        # inventory schedulable; the model drops it (kept reserved while allocated).
+        self._problems.only(str(nodename), [m for m in (
+            desired.refusal, desired.problem and f"offers nothing: {desired.problem}") if m])
         current = provider_tree.data(nodename)
         inventory, traits = provider_content(desired, current.inventory, current.traits, used)
         provider_tree.update_inventory(nodename, inventory)

@@ -19,10 +19,17 @@ from rp_reporter import errors
 
 LOG = logging.getLogger(__name__)
 
-# Only what the model reads (fields= needs 1.8, traits in it 1.37,
-# conductor_group 1.46, shard 1.82); the client negotiates the version.
+# Only what the model reads; the client negotiates the API version, and a field
+# that version lacks is not asked for (Ironic answers 406 for it), so it reads
+# as unset.
 NODE_FIELDS = ("uuid", "name", "resource_class", "provision_state", "power_state", "maintenance",
                "instance_uuid", "traits", "conductor_group", "shard")
+# The API version that added each field, where it is later than the floor.
+FIELD_VERSIONS = {"conductor_group": (1, 46), "owner": (1, 50), "lessee": (1, 65),
+                  "shard": (1, 82)}
+# The oldest Ironic API this reporter uses: the floor of nova 34's Ironic driver,
+# which also has node traits (1.37) and resource_class in fields= (1.21).
+MIN_API_VERSION = (1, 46)
 # What the capability traits read beside NODE_FIELDS.
 TRAIT_FIELDS = ("properties", "extra")
 # What shows a project-scoped listing to be complete (owner 1.50, lessee 1.65).
@@ -83,6 +90,7 @@ class IronicClient:
         # After a full listing: None when it is shown to hold every node in scope,
         # else why it cannot be (see ``_listing_gap``).
         self.listing_gap = "no listing made yet"
+        self.api_version = None  # negotiated with Ironic on first use, as (major, minor)
 
     @classmethod
     def from_adapter(cls, adapter, **kwargs):
@@ -100,11 +108,37 @@ class IronicClient:
                     raise ksa_exc.EndpointNotFound(
                         f"{adapter.interface} endpoint for {adapter.service_type} service "
                         f"in {adapter.region_name or 'any'} region not found")
-                self._built = ironic_client.Client(
+                client = ironic_client.Client(
                     "1", endpoint_override=endpoint, session=adapter.session,
                     os_ironic_api_version="latest", interface=adapter.interface)
+                client.negotiate_api_version()
+                self.api_version = self._checked_version(client.current_api_version)
+                self._built = client
             return self._built
 
+    def _checked_version(self, negotiated):
+        """The negotiated version as (major, minor); one too old for this reporter,
+        or for the options set, is a configuration error naming what is needed."""
+        version = tuple(int(p) for p in str(negotiated).split("."))
+        needs = [(MIN_API_VERSION, "rp_reporter (as nova 34's Ironic driver)")]
+        if self.conductor_group is not None:
+            needs.append((FIELD_VERSIONS["conductor_group"], "[ironic] conductor_group"))
+        if self.shard is not None:
+            needs.append((FIELD_VERSIONS["shard"], "[ironic] shard"))
+        for needed, who in needs:
+            if version < needed:
+                raise errors.ServiceError(
+                    "ironic", errors.MISCONFIGURED,
+                    f"Ironic's API goes up to {negotiated}; {who} needs "
+                    f"{needed[0]}.{needed[1]} or later")
+        return version
+
+    @_translated
+    def _available(self, fields):
+        """The fields the negotiated API version has."""
+        self._client  # noqa: B018 - built, and the version negotiated, on first use
+        return tuple(f for f in fields if FIELD_VERSIONS.get(f, MIN_API_VERSION) <=
+                     (self.api_version or MIN_API_VERSION))
     @property
     def adapter(self):
         return self._adapter
@@ -168,13 +202,16 @@ class IronicClient:
         fields = NODE_FIELDS + tuple(extra_fields)
         if scope == "project":
             fields += OWNER_FIELDS
+        fields = self._available(fields)
+        # Without owner and lessee no listing can show a node outside the project.
+        can_see_beyond = set(OWNER_FIELDS) <= set(fields)
         beyond_project = False
         marker = None
         while True:
             page = self._list_page(fields, marker)
             for node in page:
                 record = _record(node, fields)
-                if scope == "project" and not beyond_project:
+                if scope == "project" and can_see_beyond and not beyond_project:
                     beyond_project = project not in (record.get("owner"), record.get("lessee"))
                 yield record
             if len(page) < self.page_size:
@@ -199,7 +236,7 @@ class IronicClient:
     @_translated
     def get_node(self, ident, extra_fields=()):
         """One node's record (by uuid or name), or None when Ironic answers 404."""
-        fields = NODE_FIELDS + tuple(extra_fields)
+        fields = self._available(NODE_FIELDS + tuple(extra_fields))
         try:
             return _record(self._client.node.get(ident, fields=list(fields)), fields)
         except ironic_exc.NotFound:

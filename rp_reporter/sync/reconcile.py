@@ -25,6 +25,7 @@ import time
 
 from rp_reporter import errors
 from rp_reporter import model
+from rp_reporter import problems as rp_problems
 from rp_reporter import state as rp_state
 from rp_reporter.outage import Outage
 from rp_reporter.sync import absence
@@ -108,7 +109,7 @@ class Reconciler:
         self.max_deletion_share = max_deletion_share
         # Ring ownership plugs in here; alone, a reporter owns every node.
         self.owns = owns or (lambda uuid: True)
-        self._logged_problems = set()
+        self.problems = rp_problems.ProblemLog(LOG)  # each node's problems, logged once
         # nova's [workarounds] skip_reserve_in_use_ironic_nodes, for the model.
         self.skip_reserve_in_use = skip_reserve_in_use
         # Managed providers whose nodes exist outside this reporter's scope
@@ -142,13 +143,13 @@ class Reconciler:
             changes = node_traits.plan(record)
             problems = node_traits.problems(record)
         except Exception as e:  # odd properties cost that node's derived traits only
-            self._log_problem_once(record.get("uuid"), f"derived traits not computed: {e}",
-                                   prefix="")
+            self.problems.note(record.get("uuid"), f"derived traits not computed: {e}",
+                               kind="derived traits not computed")
             return None
         if problems:  # one line per node and distinct problems, however many passes
             more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-            self._log_problem_once(record.get("uuid"), "derived traits: skipped "
-                                   + "; ".join(problems[:3]) + more, prefix="")
+            self.problems.note(record.get("uuid"), "derived traits: skipped "
+                               + "; ".join(problems[:3]) + more)
         return changes if changes.changed else None
 
     def with_derived_traits(self, record, node, dry_run=False):
@@ -170,8 +171,8 @@ class Reconciler:
                 if e.kind in (errors.UNAVAILABLE, errors.DENIED, errors.MISCONFIGURED):
                     self.trait_writes.failed(e)  # the service's, not this node's
                 else:  # this node's write refused (a trait too many, say)
-                    self._log_problem_once(node.uuid, f"derived traits not written to "
-                                                      f"Ironic: {e}", prefix="")
+                    self.problems.note(node.uuid, f"derived traits not written to Ironic: {e}",
+                                       kind="derived traits not written")
                 raise e from None
             self.trait_writes.ok()
             if changes.add or changes.remove:
@@ -205,15 +206,12 @@ class Reconciler:
     def desired(self, node):
         """model.desired() with this reporter's options; refused node traits logged once."""
         desired = model.desired(node, skip_reserve_in_use=self.skip_reserve_in_use)
-        if desired.refusal and (desired.uuid, desired.refusal) not in self._logged_problems:
-            self._logged_problems.add((desired.uuid, desired.refusal))
-            LOG.warning("node %s: %s", desired.uuid, desired.refusal)
+        if desired.refusal:
+            self.problems.note(desired.uuid, desired.refusal)
         return desired
 
-    def _log_problem_once(self, uuid, reason, prefix="skipped: "):
-        if (uuid, reason) not in self._logged_problems:
-            self._logged_problems.add((uuid, reason))
-            LOG.warning("node %s: %s%s", uuid, prefix, reason)
+    def _note_skipped(self, uuid, reason):
+        self.problems.note(uuid, f"skipped: {reason}")
 
     def _desired(self, records, summary, keep_views, dry_run=False):
         desired, writes = [], []
@@ -226,7 +224,7 @@ class Reconciler:
                     node = model.node_from_api(record)
                 except model.InvalidNode as e:
                     uuid = str(record.get("uuid") if isinstance(record, dict) else record)[:64]
-                    self._log_problem_once(uuid, str(e))
+                    self._note_skipped(uuid, str(e))
                     summary.add(Result(uuid, Outcome.SKIPPED,
                                        reason=f"invalid node record: {e}"))
                     continue
@@ -265,7 +263,7 @@ class Reconciler:
 
     def _noted(self, result):
         if result.reason and result.outcome is Outcome.SKIPPED:
-            self._log_problem_once(result.uuid, result.reason)
+            self._note_skipped(result.uuid, result.reason)
         return result
 
     def _absent(self, listed, in_ironic):
@@ -311,6 +309,7 @@ class Reconciler:
                 yield record
 
         self.syncer.start_pass()
+        self.problems.start_pass()
         # Placement's listing and the re-reads of the re-verification due this pass
         # run beside Ironic's listing: the pass costs the longer of the two
         # listings, not their sum, and the re-verification no time of its own.
@@ -345,7 +344,7 @@ class Reconciler:
         _, new, rest = self._partition(desired, listed, dry_run=False)
         for d in desired:
             if d.problem:
-                self._log_problem_once(d.uuid, d.problem)
+                self._note_skipped(d.uuid, d.problem)
         skipped = sum(1 for d in desired if d.problem) + summary.outcomes[Outcome.SKIPPED]
         keys = [d.uuid for d in rest]
         # A node whose derived traits could not be written: the queue retries it.
@@ -353,6 +352,7 @@ class Reconciler:
         new = [d for d in new if d.uuid not in retry]
         keys += sorted(retry)
         changed = sum(1 for u in keys if u not in self.syncer.reverifying)
+        self.problems.end_pass()
         return Drift(keys=keys, new=new, nodes=len(desired),
                      skipped=skipped, verdict=verdict, changed=changed)
 
@@ -438,6 +438,7 @@ class Reconciler:
                 record(future.result())
         if not dry_run:
             self.save_observations()
+        self.problems.end_pass()
         summary.requests = dict(collections.Counter(self.syncer.placement.requests)
                                 - requests_before)
         summary.seconds = time.monotonic() - started

@@ -184,3 +184,18 @@ def test_rules_load_once_and_a_bad_file_never_replaces_good_rules(agents, ironic
     wait_for(lambda: "trait rules reloaded" in agent.output(), 10, "the reload")
     wait_for(lambda: in_step(ironic, placement, node, {UEFI}, {SECURE}), FAST, "new rules")
     assert agent.healthy()
+
+
+def test_a_write_ironic_refuses_is_logged_once_however_many_passes(agents, ironic, rules_file):
+    # Ironic takes at most 50 traits a node: the derived one is refused (400) on every
+    # pass, each refusal with its own request id in ironicclient's message.
+    node = ironic.create(traits=[f"CUSTOM_T{i}" for i in range(50)])
+    set_capabilities(ironic, node, "boot_mode:uefi")
+    agent = agents(traits={"rules_file": rules_file}, reconcile={"interval": 1, "jitter": 0})
+    wait_for(lambda: "derived traits not written" in agent.output(), 20, "Ironic's refusal")
+    assert "Request-ID" in agent.output()
+    time.sleep(5)  # five more passes at a 1 s interval, each refused again
+    lines = [line for line in agent.output().splitlines()
+             if node in line and "derived traits not written" in line]
+    assert len(lines) == 1, lines
+    assert UEFI not in node_traits(ironic, node)

@@ -5,49 +5,18 @@ turned into a replica, as during a failover), and a backend that is down when
 the agent starts.  After each, the agent is a member again, healthy, and a node
 changed during the fault reaches Placement."""
 
-import shutil
-import subprocess
 import time
 
 import pytest
 
 from tests.functional.agents import inventory
 from tests.functional.agents import wait_for
+from tests.functional.redis_server import Redis
 from tools import localstack
 
 pytestmark = pytest.mark.functional
 LEASE, HEARTBEAT = 3, 0.5
 FAULT_SECONDS = 3 * LEASE  # longer than tooz's own retries, and than the lease
-
-
-class Redis:
-    """A redis-server of the test's own, which the test may break."""
-
-    def __init__(self, workdir):
-        self.port = localstack.free_port()
-        self.workdir = workdir
-        self.proc = None
-
-    @property
-    def url(self):
-        return f"redis://127.0.0.1:{self.port}"
-
-    def start(self):
-        self.proc = subprocess.Popen(
-            [shutil.which("redis-server"), "--port", str(self.port), "--bind", "127.0.0.1",
-             "--save", "", "--appendonly", "no", "--dir", str(self.workdir)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        wait_for(lambda: localstack.port_open(self.port), 10, "redis-server")
-        return self
-
-    def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-
-    def cli(self, *args):
-        return subprocess.run([shutil.which("redis-cli"), "-p", str(self.port), *args],
-                              capture_output=True, text=True, timeout=10).stdout.strip()
 
 
 @pytest.fixture

@@ -1,0 +1,70 @@
+"""A small HTTP proxy in front of a real service, for what the service cannot be
+made to do on demand: answer as an older release (its version headers capped),
+or fail writes for a while.  Every request that reaches it is recorded with the
+time it arrived, so a test can measure when a client wrote."""
+
+import http.server
+import threading
+import time
+
+import requests
+
+HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length",
+              "content-encoding"}
+
+
+class Proxy:
+    def __init__(self, upstream):
+        self.upstream = upstream.rstrip("/")
+        self.seen = []  # (time.monotonic(), method, path) of every request
+        self.answer = None  # (method, path) -> (status, body) to answer instead, or None
+        self.headers = {}  # response headers to set on every answer forwarded
+        self._http = requests.Session()
+        proxy = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args):
+                pass
+
+            def _relay(self):
+                proxy.seen.append((time.monotonic(), self.command, self.path))
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                own = proxy.answer and proxy.answer(self.command, self.path)
+                if own:
+                    status, payload, headers = *own, {}
+                else:
+                    resp = proxy._http.request(
+                        self.command, proxy.upstream + self.path, data=body,
+                        headers={k: v for k, v in self.headers.items()
+                                 if k.lower() not in HOP_BY_HOP | {"host"}},
+                        allow_redirects=False, timeout=60)
+                    status, payload = resp.status_code, resp.content
+                    headers = {k: v for k, v in resp.headers.items()
+                               if k.lower() not in HOP_BY_HOP}
+                    headers.update(proxy.headers)
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = _relay
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+
+    @property
+    def url(self):
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def writes(self):
+        return [(t, m, p) for t, m, p in self.seen if m not in ("GET", "HEAD")]
+
+    def close(self):
+        self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,59 @@
+"""Each node's problem is logged once, whatever per-call text its message carries,
+and what is remembered is only what the last pass still saw."""
+
+import logging
+
+from rp_reporter.problems import ProblemLog
+
+LOG = logging.getLogger("test_problems")
+
+
+def warnings(caplog):
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_a_kind_of_problem_is_logged_once_whatever_its_request_id(caplog):
+    problems = ProblemLog(LOG)
+    for i in range(100):  # a hundred passes, each error with its own request id
+        problems.start_pass()
+        problems.note("n1", f"derived traits not written: 400 (Request-ID: req-{i})",
+                      kind="derived traits not written")
+        problems.end_pass()
+    assert warnings(caplog) == ["node n1: derived traits not written: 400 (Request-ID: req-0)"]
+    assert len(problems) == 1
+
+
+def test_a_problem_that_clears_is_forgotten_and_logged_again_when_it_returns(caplog):
+    problems = ProblemLog(LOG)
+    problems.start_pass()
+    problems.note("n1", "skipped: node has no resource_class")
+    problems.end_pass()
+    problems.start_pass()  # fixed: this pass does not note it
+    problems.end_pass()
+    assert len(problems) == 0
+    problems.start_pass()
+    problems.note("n1", "skipped: node has no resource_class")
+    problems.end_pass()
+    assert len(warnings(caplog)) == 2
+
+
+def test_memory_is_bounded_by_the_problems_of_the_last_pass():
+    problems = ProblemLog(LOG)
+    for p in range(50):  # a different set of failing nodes each pass
+        problems.start_pass()
+        for n in range(100):
+            problems.note(f"node-{p}-{n}", "boom", kind="x")
+        problems.end_pass()
+    assert len(problems) == 100
+
+
+def test_only_sets_a_nodes_problems_for_callers_without_passes(caplog):
+    problems = ProblemLog(LOG)
+    for _ in range(3):
+        problems.only("n1", ["offers nothing: no class", "traits refused: x"])
+    problems.only("n1", ["traits refused: x"])
+    problems.only("n1", ["offers nothing: no class", "traits refused: x"])
+    assert warnings(caplog) == ["node n1: offers nothing: no class", "node n1: traits refused: x",
+                                "node n1: offers nothing: no class"]
+    problems.only("n1", [])
+    assert len(problems) == 0
