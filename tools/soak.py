@@ -27,9 +27,9 @@ import time
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
-from tools import bench
 from tools import fleet
 from tools import localstack
+from tools.bench import common as bench_common
 
 AFTER_KILL = 60  # seconds: a change made this soon after a kill is counted apart
 GAUGES = ("rp_reporter_queue_depth", "rp_reporter_last_reconcile_seconds",
@@ -41,7 +41,7 @@ COUNTERS = ("rp_reporter_notifications_total", "rp_reporter_placement_writes_tot
 def lag_figures(name, lags):
     """Sample count, p50, p90, p99 and max of some lags, in seconds."""
     return {f"{name}_samples": len(lags),
-            **{f"{name}_p{q}_s": round(bench.percentile(lags, q), 3) if lags else None
+            **{f"{name}_p{q}_s": round(bench_common.percentile(lags, q), 3) if lags else None
                for q in (50, 90, 99)},
             f"{name}_max_s": round(max(lags), 3) if lags else None}
 
@@ -115,7 +115,7 @@ def main(argv=None):
         ironic = fleet.Ironic(stack.ironic_url, "soak")
         placement = fleet.Placement(stack.placement_url)
         live = ironic.create_many(args.available)
-        enrolled = bench.load_nodes(ironic, args.nodes - args.available)
+        enrolled = bench_common.load_nodes(ironic, args.nodes - args.available)
         print(f"{args.nodes} nodes loaded; starting {args.agents} agents", flush=True)
         agents = [Agent(stack, workdir, f"soak-{i}", args.lease) for i in range(args.agents)]
         for a in agents:
