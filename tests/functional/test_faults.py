@@ -39,7 +39,7 @@ def test_ironic_down_then_back(agents, ironic, placement, stack, cli):
     stack.stop(["ironic"])
     wait_for(lambda: not agent.healthy(), 15, "health reports the outage")
     time.sleep(3)  # several failed passes: still one log line for the outage
-    stack.start_ironic()
+    stack.start_service("ironic")
     ironic.set_maintenance(node, True)
     wait_for(lambda: inventory(placement, node) == {GOLD: (1, 1, 1)}, 20,
              "change after Ironic returned")

@@ -119,7 +119,7 @@ def test_losing_the_backend_fences_writes_until_it_returns(fleet_of, ironic, pla
     ironic.set_traits(nodes[0], ["CUSTOM_WHILE_FENCED"])
     time.sleep(2)  # notifications still arrive, but nobody may write
     assert "CUSTOM_WHILE_FENCED" not in placement.provider(nodes[0])["traits"]
-    stack.start_redis()
+    stack.start_service("redis")
     wait_for(lambda: "CUSTOM_WHILE_FENCED" in traits(placement, nodes[0]), 20,
              "the change made while fenced, after the backend returned")
     assert all(a.proc.poll() is None for a in agents)
@@ -139,4 +139,4 @@ def test_sigterm_while_the_backend_is_down_exits_quickly(fleet_of, stack):
         assert time.monotonic() - started < 10
         assert "not leaving group" in agent.output()
     finally:
-        stack.start_redis()
+        stack.start_service("redis")

@@ -4,7 +4,6 @@ Ironic, the reporter's configuration, and how figures are printed and saved."""
 import concurrent.futures
 import json
 import os
-import subprocess
 import time
 import uuid
 
@@ -12,6 +11,7 @@ from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
 from tools import fleet
 from tools import localstack
+from tools.localstack import mariadb
 
 # Every contender runs against the same kind of Placement: MariaDB with several
 # gunicorn workers by default (the shape operators run), sqlite with one worker
@@ -95,9 +95,7 @@ def load_many(stack, ironic, count):
     templates = load_nodes(ironic, TEMPLATES)
 
     def sql(text):
-        return subprocess.run(["mariadb", "--no-defaults", "-S", stack.mariadb["socket"],
-                               "-u", "root", "-N", "-B", "ironic"], input=text, check=True,
-                              capture_output=True, text=True).stdout
+        return mariadb.client(stack, text, "ironic")
 
     def columns(table, *skip):
         names = [line.split("\t")[0] for line in sql(f"SHOW COLUMNS FROM {table}").splitlines()]
