@@ -100,8 +100,8 @@ def main(argv=None):
     parser.add_argument("--kill-every", type=float, default=300, help="seconds")
     parser.add_argument("--lease", type=float, default=10)
     parser.add_argument("--writers", type=int, default=2,
-                        help="threads making the changes (one Ironic call takes 40-75 ms; "
-                             "more threads only contend for its sqlite)")
+                        help="threads making the changes (more threads only contend for "
+                             "Ironic's sqlite)")
     args = parser.parse_args(argv)
 
     workdir = tempfile.mkdtemp(prefix="rp-soak-")
@@ -146,9 +146,9 @@ def main(argv=None):
                 time.sleep(0.5)
             lags.append((started, float("inf")))
 
-        # Changes go out from a small pool, since one Ironic call takes 40-75 ms here;
-        # a node has at most one change in flight, so the order of its changes is the
-        # order they were made.
+        # Changes go out from a small pool, since one thread making one Ironic call
+        # after another falls behind --rate; a node has at most one change in flight,
+        # so the order of its changes is the order they were made.
         lock = threading.Lock()
         in_flight = set()
         pool = concurrent.futures.ThreadPoolExecutor(args.writers)

@@ -117,7 +117,7 @@ def parser():
         # other jobs finishing); the 1,000-node size carries the ratio against nova.
         p.add_argument("--nodes", type=int, nargs="+", default=[10_000, 3000, 1000])
         p.add_argument("--nova-max-nodes", type=int, default=1000,
-                       help="nova's pass is quadratic: about 2 h at 10,000 nodes here")
+                       help="nova's pass is quadratic in the nodes: hours at the larger sizes")
         p.add_argument("--reverify", type=int, nargs="*", default=[32, 128, 256],
                        help="also a new process at each of these [reconcile] reverify_passes")
         p.add_argument("--reverify-min-nodes", type=int, default=10_000,
