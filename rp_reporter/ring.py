@@ -3,7 +3,7 @@
 The ring is tooz's (a pure data structure; the coordination backends live in
 membership.py).  Partitions per member and the hash are options; sha256 by
 default so it runs under FIPS.  1024 partitions per member was chosen by
-measurement (tools/bench.py ring): 32 gave max/mean load 1.13-1.18 at 10,000
+measurement (tools/bench/ring.py): 32 gave max/mean load 1.13-1.18 at 10,000
 nodes; 1024 keeps it near 1.05 with node movement close to the ideal 1/M.
 
 In the standalone agent a provider is keyed by node, not by agent, so

@@ -16,9 +16,9 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 IRONIC_VERSION = {"X-OpenStack-Ironic-API-Version": "1.95"}
-# Ironic's own API server (cheroot) reset kept-alive connections under bench's 16-thread
-# loader: "Connection reset by peer" on a POST (not retried) in 1 of 5 loads of 300 nodes
-# here, none in 5 with a connection per request (a loopback connect costs next to nothing).
+# Ironic's own API server (cheroot) resets kept-alive connections under the bench's
+# threaded loader ("Connection reset by peer" on a POST, which is not retried); with a
+# connection per request it does not (and a loopback connect costs next to nothing).
 IRONIC_HEADERS = {**IRONIC_VERSION, "Connection": "close"}
 PLACEMENT = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
 

@@ -27,9 +27,9 @@ import time
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
-from tools import bench
 from tools import fleet
 from tools import localstack
+from tools.bench import common as bench_common
 
 AFTER_KILL = 60  # seconds: a change made this soon after a kill is counted apart
 GAUGES = ("rp_reporter_queue_depth", "rp_reporter_last_reconcile_seconds",
@@ -41,7 +41,7 @@ COUNTERS = ("rp_reporter_notifications_total", "rp_reporter_placement_writes_tot
 def lag_figures(name, lags):
     """Sample count, p50, p90, p99 and max of some lags, in seconds."""
     return {f"{name}_samples": len(lags),
-            **{f"{name}_p{q}_s": round(bench.percentile(lags, q), 3) if lags else None
+            **{f"{name}_p{q}_s": round(bench_common.percentile(lags, q), 3) if lags else None
                for q in (50, 90, 99)},
             f"{name}_max_s": round(max(lags), 3) if lags else None}
 
@@ -100,8 +100,8 @@ def main(argv=None):
     parser.add_argument("--kill-every", type=float, default=300, help="seconds")
     parser.add_argument("--lease", type=float, default=10)
     parser.add_argument("--writers", type=int, default=2,
-                        help="threads making the changes (one Ironic call takes 40-75 ms; "
-                             "more threads only contend for its sqlite)")
+                        help="threads making the changes (more threads only contend for "
+                             "Ironic's sqlite)")
     args = parser.parse_args(argv)
 
     workdir = tempfile.mkdtemp(prefix="rp-soak-")
@@ -115,7 +115,7 @@ def main(argv=None):
         ironic = fleet.Ironic(stack.ironic_url, "soak")
         placement = fleet.Placement(stack.placement_url)
         live = ironic.create_many(args.available)
-        enrolled = bench.load_nodes(ironic, args.nodes - args.available)
+        enrolled = bench_common.load_nodes(ironic, args.nodes - args.available)
         print(f"{args.nodes} nodes loaded; starting {args.agents} agents", flush=True)
         agents = [Agent(stack, workdir, f"soak-{i}", args.lease) for i in range(args.agents)]
         for a in agents:
@@ -146,9 +146,9 @@ def main(argv=None):
                 time.sleep(0.5)
             lags.append((started, float("inf")))
 
-        # Changes go out from a small pool, since one Ironic call takes 40-75 ms here;
-        # a node has at most one change in flight, so the order of its changes is the
-        # order they were made.
+        # Changes go out from a small pool, since one thread making one Ironic call
+        # after another falls behind --rate; a node has at most one change in flight,
+        # so the order of its changes is the order they were made.
         lock = threading.Lock()
         in_flight = set()
         pool = concurrent.futures.ThreadPoolExecutor(args.writers)

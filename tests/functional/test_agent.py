@@ -131,7 +131,7 @@ def test_broker_outage_then_fast_path_returns(agents, ironic, placement, stack):
     wait_for(lambda: inventory(placement, node) == {GOLD: (1, 1, 1)}, 20, "via reconcile")
     time.sleep(max(0, 30 - (time.monotonic() - outage_started)))
     assert agent.proc.poll() is None  # no crash
-    stack.start_rabbitmq()
+    stack.start_service("rabbitmq")
     before = agent.metric("rp_reporter_notifications_total", '{result="accepted"}')
 
     def fast_path_back():  # keep nudging until the listener has reconnected

@@ -3,14 +3,14 @@
 import pytest
 
 from tests.functional.conftest import run_json
-from tools import bench
+from tools.bench import common as bench_common
 
 GOLD = "CUSTOM_BAREMETAL_GOLD"
 pytestmark = pytest.mark.functional
 
 
 def test_set_by_filter_on_100_nodes_in_one_call(ironic, cli):
-    unclassified = bench.load_nodes(ironic, 100, classes=(None,))
+    unclassified = bench_common.load_nodes(ironic, 100, classes=(None,))
     classified = ironic.create_many(3, state="enroll", resource_class="baremetal-silver")
     code, rows, _ = run_json(cli, "resource-class", "set", "--resource-class", "baremetal-gold",
                              "--no-class")

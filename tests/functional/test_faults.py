@@ -12,7 +12,7 @@ from oslo_config import cfg
 
 from tests.functional.agents import inventory
 from tests.functional.agents import wait_for
-from tools import bench
+from tools.bench import common as bench_common
 
 GOLD = "CUSTOM_BAREMETAL_GOLD"
 pytestmark = pytest.mark.functional
@@ -39,7 +39,7 @@ def test_ironic_down_then_back(agents, ironic, placement, stack, cli):
     stack.stop(["ironic"])
     wait_for(lambda: not agent.healthy(), 15, "health reports the outage")
     time.sleep(3)  # several failed passes: still one log line for the outage
-    stack.start_ironic()
+    stack.start_service("ironic")
     ironic.set_maintenance(node, True)
     wait_for(lambda: inventory(placement, node) == {GOLD: (1, 1, 1)}, 20,
              "change after Ironic returned")
@@ -51,7 +51,7 @@ def test_ironic_down_then_back(agents, ironic, placement, stack, cli):
 
 
 def test_agent_sigkilled_mid_write_then_restart_converges(agents, ironic, placement, cli):
-    nodes = bench.load_nodes(ironic, 300)
+    nodes = bench_common.load_nodes(ironic, 300)
     agent = agents()
     wait_for(lambda: agent.metric("rp_reporter_placement_writes_total",
                                   '{kind="inventories"}') > 20, 60, "initial sync under way")

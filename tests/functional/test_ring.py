@@ -10,7 +10,7 @@ import pytest
 from tests.functional.agents import AgentProcess
 from tests.functional.agents import traits
 from tests.functional.agents import wait_for
-from tools import bench
+from tools.bench import common as bench_common
 
 pytestmark = pytest.mark.functional
 LEASE = 4
@@ -64,7 +64,7 @@ def ring_nodes(cli, conf):
 
 
 def test_agents_split_the_fleet_and_survive_one_dying(fleet_of, ironic, placement, cli):
-    nodes = bench.load_nodes(ironic, 300)
+    nodes = bench_common.load_nodes(ironic, 300)
     agents = fleet_of(3)
     wait_settled(agents, placement, nodes, 300)
     # Every node owned by exactly one live agent, and synced.
@@ -108,7 +108,7 @@ def test_agents_split_the_fleet_and_survive_one_dying(fleet_of, ironic, placemen
 
 @pytest.mark.parametrize("backend", ["redis"], indirect=True)
 def test_losing_the_backend_fences_writes_until_it_returns(fleet_of, ironic, placement, stack):
-    nodes = bench.load_nodes(ironic, 30)
+    nodes = bench_common.load_nodes(ironic, 30)
     agents = fleet_of(2)
     wait_settled(agents, placement, nodes, 30)
     stack.stop(["redis"])
@@ -119,7 +119,7 @@ def test_losing_the_backend_fences_writes_until_it_returns(fleet_of, ironic, pla
     ironic.set_traits(nodes[0], ["CUSTOM_WHILE_FENCED"])
     time.sleep(2)  # notifications still arrive, but nobody may write
     assert "CUSTOM_WHILE_FENCED" not in placement.provider(nodes[0])["traits"]
-    stack.start_redis()
+    stack.start_service("redis")
     wait_for(lambda: "CUSTOM_WHILE_FENCED" in traits(placement, nodes[0]), 20,
              "the change made while fenced, after the backend returned")
     assert all(a.proc.poll() is None for a in agents)
@@ -139,4 +139,4 @@ def test_sigterm_while_the_backend_is_down_exits_quickly(fleet_of, stack):
         assert time.monotonic() - started < 10
         assert "not leaving group" in agent.output()
     finally:
-        stack.start_redis()
+        stack.start_service("redis")

@@ -1,7 +1,7 @@
 """Behind real Keystone: credentials that cannot see the nodes delete nothing, every
 misconfiguration is one line naming its section, and the agent survives them.
 
-The identities are the stack's (tools/localstack.py IDENTITIES); the measured grants
+The identities are the stack's (tools/localstack/keystone.py IDENTITIES); the measured grants
 they stand for are in the README ("Behind Keystone").  The deletion rules of
 tests/functional run here again with the right credentials (a system-scoped reader
 for Ironic, the service role for Placement).

@@ -4,7 +4,7 @@ The cassettes were recorded from the real services by
 
     RP_RECORD_CASSETTES=1 tox -e record
 
-which starts the local stack (tools/localstack.py), runs these same tests
+which starts the local stack (tools/localstack/), runs these same tests
 against it and rewrites tests/unit/cassettes/.
 """
 

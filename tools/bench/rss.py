@@ -6,11 +6,11 @@ Placement is the real one, empty at first.  Ironic's read side is a STUB
 (labelled so in the output): it serves the real Ironic's own answers, captured
 from a real Ironic holding a few sample nodes (version documents, headers, and
 node records with the fields rp_reporter asks for), repeated with new uuids
-under Ironic's pagination (limit, marker, next link).  Loading 100,000 nodes
-into the real Ironic here would take over an hour.  The same stub serves the
-later Placement listing of a provider per node, one provider captured from
-the real Placement repeated with each node's uuid (creating 100,000 providers
-would take about 30 minutes).
+under Ironic's pagination (limit, marker, next link): loading 100,000 nodes
+through the real Ironic's API would take far longer than the benchmark.  The
+same stub serves the later Placement listing of a provider per node, one
+provider captured from the real Placement repeated with each node's uuid
+(creating 100,000 providers would take long too).
 
 A probe process then loads what the agent loads (oslo.messaging, tooz,
 prometheus-client, the clients), builds the reporter from configuration as the
@@ -31,8 +31,8 @@ import time
 import urllib.parse
 import uuid as uuidlib
 
-from tools import bench
 from tools import fleet
+from tools.bench import common
 
 GENERATION = 2  # of every provider the stub lists, and in the probe's cache
 
@@ -135,7 +135,7 @@ def capture_provider(placement_url):
 def capture(ironic_url):
     """The real Ironic's answers the stub repeats: version documents, headers, nodes."""
     ironic = fleet.Ironic(ironic_url, "rss")
-    bench.load_nodes(ironic, 3, threads=1)  # two classes, one node with a trait
+    common.load_nodes(ironic, 3, threads=1)  # two classes, one node with a trait
     from rp_reporter.sync import ironic as ironic_sync
     fields = ",".join(ironic_sync.NODE_FIELDS)
     resp = ironic.http.get(f"{ironic_url}/v1/nodes?fields={fields}&shard=rss", timeout=30)
@@ -211,31 +211,31 @@ def probe(conf_path, placement_listing_url):
                       "seconds": {k: round(v, 2) for k, v in seconds.items()}}))
 
 
-def bench_rss(args):
-    stack = bench.new_stack()
+def run(args):
+    stack = common.new_stack()
     try:
-        bench.start(stack, ["rabbitmq", "placement", "ironic"])
+        common.start(stack, ["rabbitmq", "placement", "ironic"])
         stub = ListingStub(args.nodes, {**capture(stack.ironic_url),
                                        "provider": capture_provider(stack.placement_url)})
         threading.Thread(target=stub.serve_forever, daemon=True).start()
         conf_path = os.path.join(stack.workdir, "rss.conf")
         with open(conf_path, "w") as f:
             f.write(stack.reporter_conf(ironic={"endpoint_override": stub.url}))
-        out = subprocess.run([sys.executable, "-m", "tools.bench_rss", "--probe", conf_path,
+        out = subprocess.run([sys.executable, "-m", "tools.bench.rss", "--probe", conf_path,
                               f"{stub.url}/placement"],
                              capture_output=True, text=True, check=True, timeout=1800)
         result = json.loads(out.stdout.strip().splitlines()[-1])
-        result["load"] = bench.load()
+        result["load"] = common.load()
         result["listings"] = ("STUB serving the real Ironic's node JSON and the real "
-                              "Placement's provider JSON (see tools/bench_rss.py)")
+                              "Placement's provider JSON (see tools/bench/rss.py)")
         stub.shutdown()
     finally:
         stack.stop()
-    bench.print_table([{"step": k, "peak_rss_mb": v} for k, v in result["steps"].items()],
-                      ("step", "peak_rss_mb"))
+    common.print_table([{"step": k, "peak_rss_mb": v} for k, v in result["steps"].items()],
+                       ("step", "peak_rss_mb"))
     print(f"peak RSS with {result['nodes']} nodes: {result['peak_rss_mb']} MB "
           f"(listings: {result['listings']})")
-    bench.save(result, "rss")
+    common.save(result, "rss")
     return result
 
 

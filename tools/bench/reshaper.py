@@ -13,8 +13,8 @@ refused with 409 and no provider in it changed.
 import time
 import uuid as uuidlib
 
-from tools import bench
 from tools import fleet
+from tools.bench import common
 
 INVENTORY = {"CUSTOM_BAREMETAL_GOLD": {"total": 1, "reserved": 0, "min_unit": 1, "max_unit": 1,
                                        "step_size": 1, "allocation_ratio": 1.0}}
@@ -47,11 +47,11 @@ def reshape(placement, generations, inventories):
               "allocations": {}})
 
 
-def bench_reshaper(args):
-    stack = bench.new_stack()
+def run(args):
+    stack = common.new_stack()
     results = []
     try:
-        bench.start(stack, ["placement"])
+        common.start(stack, ["placement"])
         placement = fleet.Placement(stack.placement_url)
         generations = _providers(placement, args.nodes)
         uuids = list(generations)
@@ -63,7 +63,7 @@ def bench_reshaper(args):
         per_put = (time.monotonic() - started) / half
         results.append({"path": "PUT inventories, one per provider", "providers": half,
                         "requests": half, "ms_per_provider": round(1000 * per_put, 2),
-                        "load": bench.load()})
+                        "load": common.load()})
         rest = uuids[half:]
         for batch in args.batches:
             chunk, rest = rest[:batch], rest[batch:]
@@ -75,7 +75,7 @@ def bench_reshaper(args):
             assert resp.status_code == 204, f"reshaper: {resp.status_code} {resp.text}"
             results.append({"path": f"POST /reshaper, batches of {batch}", "providers": batch,
                             "requests": 1, "ms_per_provider": round(1000 * seconds / batch, 2),
-                            "load": bench.load()})
+                            "load": common.load()})
 
         # Under a conflict: a foreign writer bumps one provider in the batch.
         chunk = uuids[:20]
@@ -91,8 +91,8 @@ def bench_reshaper(args):
         conflict = {"status": resp.status_code, "whole_batch_untouched": untouched}
     finally:
         stack.stop()
-    bench.print_table(results, ("path", "providers", "requests", "ms_per_provider", "load"))
+    common.print_table(results, ("path", "providers", "requests", "ms_per_provider", "load"))
     print(f"batch of 20 with one stale generation: HTTP {conflict['status']}, "
           f"every provider untouched: {conflict['whole_batch_untouched']}")
-    bench.save({"rows": results, "conflict": conflict}, "reshaper")
+    common.save({"rows": results, "conflict": conflict}, "reshaper")
     return {"rows": results, "conflict": conflict}

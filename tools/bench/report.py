@@ -4,8 +4,8 @@ table and a PNG (bench-results/summary.md, summary.json, bench.png)."""
 import json
 import os
 
-from tools import bench
-from tools import bench_nova
+from tools.bench import common
+from tools.bench import compare
 
 OUT = "bench-results"
 
@@ -74,9 +74,9 @@ def write(results):
     text = "\n".join(lines) + "\n"
     if "compare" in results:
         rows = sorted(results["compare"]["rows"], key=lambda r: r["nodes"])  # stable
-        text += "\n" + bench.markdown_table(rows, bench_nova.COLUMNS)
+        text += "\n" + common.markdown_table(rows, compare.COLUMNS)
     if "ring" in results:
-        text += "\n" + bench.markdown_table(results["ring"], (
+        text += "\n" + common.markdown_table(results["ring"], (
             "members", "nodes", "balance_max_mean", "moved", "ideal", "moved_vs_ideal"))
     with open(os.path.join(OUT, "summary.md"), "w") as f:
         f.write(text)

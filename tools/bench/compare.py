@@ -28,8 +28,8 @@ from keystoneauth1 import token_endpoint
 
 from rp_reporter import model
 from rp_reporter import wiring
-from tools import bench
 from tools import fleet
+from tools.bench import common
 
 
 class CountingAdapter(ksa_adapter.Adapter):
@@ -95,7 +95,7 @@ def timed(fn):
     return result, time.monotonic() - wall, time.process_time() - cpu
 
 
-def compare(args):
+def run(args):
     """Side by side at each size in ``args.nodes``; nova only up to ``args.nova_max_nodes``."""
     import nova.conf
     from nova import objects
@@ -112,8 +112,8 @@ def compare(args):
             continue
         results["rows"] += rows
         results["ratios"][nodes] = ratios
-        bench.save(results, "compare")
-    bench.save(results, "compare")
+        common.save(results, "compare")
+    common.save(results, "compare")
     write_markdown(results, "bench-results/compare.md")
     return results
 
@@ -122,20 +122,20 @@ def compare_at(nodes, with_nova, args=None):
     from nova import context as nova_context
     from nova.scheduler.client import report
 
-    stack = bench.new_stack()
-    extra = {name: bench.new_stack() for name in ("nova", "bare") if with_nova or
+    stack = common.new_stack()
+    extra = {name: common.new_stack() for name in ("nova", "bare") if with_nova or
              name == "bare"}
     results = []
     try:
-        bench.start(stack, ["rabbitmq", "placement", "ironic"])
+        common.start(stack, ["rabbitmq", "placement", "ironic"])
         for s in extra.values():
-            bench.start(s, ["placement"])
+            common.start(s, ["placement"])
         ironic = fleet.Ironic(stack.ironic_url, "compare")
         started = time.monotonic()
-        bench.load_many(stack, ironic, nodes)
+        common.load_many(stack, ironic, nodes)
         print(f"loaded {nodes} nodes into Ironic in {time.monotonic() - started:.0f} s "
-              f"(load {bench.load()})", flush=True)
-        conf, stateless = bench.confs(stack, stack.workdir, "compare", args)
+              f"(load {common.load()})", flush=True)
+        conf, stateless = common.confs(stack, stack.workdir, "compare", args)
         reconciler = wiring.reconciler(conf)
         desired = [model.desired(model.node_from_api(r)) for r in reconciler.ironic.list_nodes()]
         n = len(desired)
@@ -148,17 +148,17 @@ def compare_at(nodes, with_nova, args=None):
                             "nodes_per_s": round(n / wall, 1) if wall else None,
                             "requests": total, "requests_per_node": round(total / n, 2),
                             "reads": requests_by_method.get("GET", 0), "writes": writes,
-                            "load": bench.load(), "database": stack.database,
+                            "load": common.load(), "database": stack.database,
                             **({"placement_cpu_s": round(placement_cpu, 2)}
                                if placement_cpu is not None else {})})
             print(f"{n:>6} {contender:>6} {phase:<40} {wall:8.2f} s  {total:7d} requests  "
-                  f"load {bench.load()}", flush=True)
+                  f"load {common.load()}", flush=True)
 
         # Initial sync.  Each contender's Placement's own CPU is recorded too: on a
         # machine with few cores it sets a floor no client can go below.
         def placement_cpu(s, fn):
-            before = bench.service_cpu(s, "placement")
-            return fn(), bench.service_cpu(s, "placement") - before
+            before = common.service_cpu(s, "placement")
+            return fn(), common.service_cpu(s, "placement") - before
 
         (summary, wall, cpu), used = placement_cpu(stack, lambda: timed(reconciler.run))
         row("ours", "initial sync", wall, cpu, summary.requests, used)
@@ -178,8 +178,8 @@ def compare_at(nodes, with_nova, args=None):
 
         # Nothing changed.  Ours and the two listings take turns, five times each,
         # and each reports its median: whichever runs first after a write-heavy
-        # phase finds Ironic and Placement colder, and at 1,000 nodes (0.4 s) one
-        # hiccup of MariaDB's moves a median of three.
+        # phase finds Ironic and Placement colder, and at 1,000 nodes a pass is
+        # short enough that one hiccup of MariaDB's moves a median of three.
         placement = reconciler.syncer.placement
         # Ours lists both sides at once; the issue's yardstick is the two listings
         # one after the other, and the same two side by side are shown beside it.
@@ -201,14 +201,14 @@ def compare_at(nodes, with_nova, args=None):
             row("nova", "no change", wall, cpu, nova_adapter.requests - before)
         # A new process (cron's reconcile, an agent restart), with the state file an
         # operator configures ([DEFAULT] state_path) and without one.
-        summary, wall, cpu = timed(lambda: bench.new_process(conf))
+        summary, wall, cpu = timed(lambda: common.new_process(conf))
         row("ours", "no change (new process)", wall, cpu, summary.requests)
-        summary, wall, cpu = timed(lambda: bench.new_process(stateless))
+        summary, wall, cpu = timed(lambda: common.new_process(stateless))
         row("ours", "no change (new process, no state file)", wall, cpu, summary.requests)
         for passes in getattr(args, "reverify", None) or ():
             if nodes >= getattr(args, "reverify_min_nodes", 0):
                 conf.set_override("reverify_passes", passes, "reconcile")
-                summary, wall, cpu = timed(lambda: bench.new_process(conf))
+                summary, wall, cpu = timed(lambda: common.new_process(conf))
                 row("ours", f"no change (new process, reverify_passes {passes})", wall, cpu,
                     summary.requests)
         conf.clear_override("reverify_passes", "reconcile")
@@ -288,7 +288,7 @@ COLUMNS = ("nodes", "contender", "phase", "wall_s", "cpu_s", "placement_cpu_s", 
 
 def write_markdown(results, path):
     with open(path, "w") as f:
-        f.write(bench.markdown_table(results["rows"], COLUMNS))
+        f.write(common.markdown_table(results["rows"], COLUMNS))
         for nodes, ratios in results["ratios"].items():
             f.write(f"\nAt {nodes} nodes:\n")
             f.write("".join(f"- {k}: **{v if v is not None else 'peer not run'}**\n"

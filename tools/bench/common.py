@@ -1,0 +1,195 @@
+"""What every benchmark shares: the stack it measures on, the nodes it loads into
+Ironic, the reporter's configuration, and how figures are printed and saved."""
+
+import concurrent.futures
+import json
+import os
+import time
+import uuid
+
+from rp_reporter import conf as rp_conf
+from rp_reporter import wiring
+from tools import fleet
+from tools import localstack
+from tools.localstack import mariadb
+
+# Every contender runs against the same kind of Placement: MariaDB with several
+# gunicorn workers by default (the shape operators run), sqlite with one worker
+# thread under --database sqlite (the embedded test stack).  Auth is noauth for
+# every contender: Keystone would add the same token validation to each.
+DATABASE = "mariadb"
+
+
+def use_database(name):
+    """Every stack this run starts from now on puts Placement and Ironic on ``name``."""
+    global DATABASE
+    DATABASE = name
+
+
+def new_stack(workdir=None):
+    """A LocalStack of the kind this run measures (see DATABASE)."""
+    return localstack.LocalStack(workdir, database=DATABASE)
+
+
+def start(stack, names):
+    """Start these services, and first the stack's own MariaDB when it has one."""
+    stack.start((["mariadb"] if stack.database == "mariadb" else []) + list(names))
+
+
+def load():
+    """The machine's 1-minute load average now (recorded beside each figure)."""
+    return round(os.getloadavg()[0], 2)
+
+
+def service_cpu(stack, name):
+    """CPU seconds used so far by a stack's service: every process of its session
+    (a gunicorn master and its workers), read from /proc."""
+    service = stack.services[name]
+    total = 0.0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if int(fields[3]) == service.proc.pid:  # its session's process group
+            total += int(fields[11]) + int(fields[12])  # utime + stime, in ticks
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def loader_threads():
+    """Ironic on MariaDB takes concurrent writes; on sqlite more threads only queue."""
+    return 8 if DATABASE == "mariadb" else 4
+
+
+def load_nodes(ironic, count, threads=None,
+               classes=("baremetal-silver", "baremetal-gold", "baremetal-gold")):
+    """Fast loader: one POST per node (enroll state), classes in turn, a trait on every tenth."""
+    def create(i):
+        body = {"driver": "fake-hardware", "shard": ironic.shard}
+        if classes[i % len(classes)] is not None:
+            body["resource_class"] = classes[i % len(classes)]
+        uuid = ironic._call("POST", "/v1/nodes", json=body)["uuid"]
+        if i % 10 == 0:
+            ironic.set_traits(uuid, ["CUSTOM_GPU"])
+        return uuid
+    with concurrent.futures.ThreadPoolExecutor(threads or loader_threads()) as pool:
+        return list(pool.map(create, range(count)))
+
+
+TEMPLATES = 30  # load_nodes' pattern repeats every 30 nodes (3 classes, a trait every tenth)
+
+
+def load_many(stack, ironic, count):
+    """``count`` nodes in Ironic, as load_nodes makes them, faster on MariaDB.
+
+    Ironic's API creates nodes slowly (one API process, whatever the client's
+    concurrency): the larger sizes would spend minutes on loading alone, at each
+    size.  On MariaDB the first TEMPLATES nodes go through the API and
+    the rest are copies of their rows (every column but id and uuid, their traits
+    too) written straight into Ironic's database: the same records the API would
+    list, without the create notifications nobody here listens to yet.  On sqlite
+    every node goes through the API."""
+    if stack.database != "mariadb" or count <= TEMPLATES:
+        return load_nodes(ironic, count)
+    templates = load_nodes(ironic, TEMPLATES)
+
+    def sql(text):
+        return mariadb.client(stack, text, "ironic")
+
+    def columns(table, *skip):
+        names = [line.split("\t")[0] for line in sql(f"SHOW COLUMNS FROM {table}").splitlines()]
+        return [c for c in names if c not in skip]
+
+    node_cols = ", ".join(f"`{c}`" for c in columns("nodes", "id", "uuid"))
+    trait_cols = ", ".join(f"`{c}`" for c in columns("node_traits", "node_id"))
+    # Every value below is a uuid or an integer made here (no outside input).
+    listed = ", ".join(f"'{u}'" for u in templates)
+    ids = dict(line.split("\t")[::-1] for line in sql(
+        f"SELECT id, uuid FROM nodes WHERE uuid IN ({listed})").splitlines())  # noqa: S608
+    new = [str(uuid.uuid4()) for _ in range(count - TEMPLATES)]
+    statements = ["SET autocommit=0;"]
+    for i, node in enumerate(new, TEMPLATES):
+        template = ids[templates[i % TEMPLATES]]
+        copy_node = (f"INSERT INTO nodes ({node_cols}, `uuid`) SELECT {node_cols}, '{node}' "  # noqa: S608
+                     f"FROM nodes WHERE id = {template};")
+        copy_traits = (f"INSERT INTO node_traits (`node_id`, {trait_cols}) SELECT "  # noqa: S608
+                       f"LAST_INSERT_ID(), {trait_cols} FROM node_traits "
+                       f"WHERE node_id = {template};")
+        statements += [copy_node, copy_traits]
+        if i % 1000 == 0:
+            statements.append("COMMIT;")
+    statements.append("COMMIT;")
+    sql("\n".join(statements))
+    return templates + new
+
+
+def figures(label, summary, nodes):
+    writes = sum(n for m, n in summary.requests.items() if m != "GET")
+    return {"pass": label, "nodes": nodes, "seconds": round(summary.seconds, 2),
+            "writes": writes, "writes_per_node": round(writes / max(nodes, 1), 3),
+            "reads": summary.requests.get("GET", 0), "requests": dict(summary.requests),
+            "failed": len(summary.failures), "load": load()}
+
+
+def confs(stack, workdir, shard, args=None, **reconcile):
+    """(conf with [DEFAULT] state_path, as an operator configures it; the same without).
+
+    ``args.workers`` / ``args.bulk_batch`` / ``args.reverify_passes`` (when given)
+    and ``reconcile`` override the [reconcile] defaults."""
+    for name in ("workers", "bulk_batch", "reverify_passes"):
+        value = getattr(args, name, None)
+        if value is not None:
+            reconcile.setdefault(name, value)
+    reconcile = {k: v for k, v in reconcile.items() if v is not None}
+    state_dir = os.path.join(workdir, "state")
+    os.makedirs(state_dir, exist_ok=True)
+    result = []
+    for name, default in (("rp.conf", {"state_path": state_dir}), ("rp-stateless.conf", {})):
+        path = os.path.join(workdir, name)
+        with open(path, "w") as f:
+            f.write(stack.reporter_conf(DEFAULT=dict({"host": "rp-local"}, **default),
+                                        ironic={"shard": shard},
+                                        **({"reconcile": reconcile} if reconcile else {})))
+        result.append(rp_conf.load(["--config-file", path]))
+    return tuple(result)
+
+
+def new_process(conf):
+    """A pass of a new process (cron's `rp-reporter reconcile`, an agent restart): the
+    reporter built from configuration (restoring its state file, if any), then one pass.
+    Returns the pass's Summary, its seconds counting the build."""
+    started = time.monotonic()
+    summary = wiring.reconciler(conf).run()
+    summary.seconds = time.monotonic() - started
+    return summary
+
+
+def print_table(rows, columns):
+    print("  ".join(f"{c:>24}" if i == 0 else f"{c:>15}" for i, c in enumerate(columns)))
+    for row in rows:
+        print("  ".join(f"{row[c]!s:>24}" if i == 0 else f"{row[c]!s:>15}"
+                        for i, c in enumerate(columns)), flush=True)
+
+
+def markdown_table(rows, columns):
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(str(r.get(c, "")) for c in columns) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def save(results, name):
+    path = os.path.join("bench-results", f"{name}.json")
+    os.makedirs("bench-results", exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(results, f, indent=2)
+    print(f"saved {path}")
+
+
+def percentile(values, q):
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def scrape(port, name):
+    return {k: v for k, v in fleet.metrics(port).items() if k.startswith(name)}

@@ -1,0 +1,49 @@
+"""Real OpenStack services on loopback, for the functional tests and the demo.
+
+Starts real Placement (openstack-placement under gunicorn, sqlite, noauth2),
+real Ironic (all-in-one ``ironic``, fake-hardware, sqlite, noauth,
+``rpc_transport = none``, versioned notifications to RabbitMQ), RabbitMQ and
+Redis, each on a free loopback port in a private work directory, and stops
+what it started.  What is missing is installed first: RabbitMQ and Redis from
+Debian's packages, Placement and Ironic into their own virtualenv (they pin
+oslo libraries of their own, so they stay out of the reporter's environment).
+
+That is the embedded profile (the default).  Three knobs change the shape, each
+on its own: ``database="mariadb"`` (a private MariaDB child process, one
+database per service; Placement then runs several gunicorn workers),
+``auth="keystone"`` (a real Keystone, Placement and Ironic behind
+``[keystone_authtoken]`` with their release policy defaults, the identities of
+``IDENTITIES``) and ``coordination="etcd"`` (a private etcd instead of Redis).
+``LocalStack.production()`` is all three: the shape operators run.
+
+    python -m tools.localstack up            # start everything, print the config, wait for ^C
+    python -m tools.localstack up --profile production      # MariaDB + Keystone + etcd
+    python -m tools.localstack up --database mariadb        # any knob on its own
+    python -m tools.localstack install [--profile production]  # only install what is missing
+
+One module per service (rabbitmq, redis, etcd, mariadb, keystone, placement,
+ironic), process.py for what they share (processes, ports, the virtualenv),
+stack.py for LocalStack and the profiles that compose them, __main__.py for
+the command line.  This module only names what others import.
+"""
+
+from tools.localstack.keystone import ADMIN_PASSWORD
+from tools.localstack.keystone import IDENTITIES
+from tools.localstack.keystone import REGION
+from tools.localstack.keystone import TOKEN_EXPIRATION
+from tools.localstack.process import STACK_VENV
+from tools.localstack.process import Service
+from tools.localstack.process import exit_on_sigterm
+from tools.localstack.process import free_port
+from tools.localstack.process import log
+from tools.localstack.process import terminate
+from tools.localstack.process import wait_until
+from tools.localstack.stack import KNOBS
+from tools.localstack.stack import PRODUCTION
+from tools.localstack.stack import PROFILES
+from tools.localstack.stack import LocalStack
+from tools.localstack.stack import install
+
+__all__ = ["ADMIN_PASSWORD", "IDENTITIES", "KNOBS", "PRODUCTION", "PROFILES", "REGION",
+           "STACK_VENV", "TOKEN_EXPIRATION", "LocalStack", "Service", "exit_on_sigterm",
+           "free_port", "install", "log", "terminate", "wait_until"]

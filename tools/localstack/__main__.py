@@ -1,0 +1,63 @@
+"""Real OpenStack services on loopback, for the functional tests and the demo.
+
+    python -m tools.localstack up [--profile production] [--database ...] [--dir DIR]
+    python -m tools.localstack install [--profile production]
+
+``up`` starts a stack, prints a ready rp_reporter config file and the services'
+addresses as JSON, and waits for ^C (or SIGTERM), then stops it.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sys
+
+from tools import localstack
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m tools.localstack",
+                                     description=__doc__.splitlines()[0])
+    parser.add_argument("action", choices=["up", "install"])
+    parser.add_argument("--dir", help="work directory (default: a new temporary one)")
+    parser.add_argument("--profile", choices=list(localstack.PROFILES), default="embedded",
+                        help="production: MariaDB + Keystone + etcd (the knobs below override)")
+    for knob, choices in localstack.KNOBS.items():
+        parser.add_argument(f"--{knob}", choices=list(choices))
+    args = parser.parse_args(argv)
+    shape = dict(localstack.PROFILES[args.profile])
+    shape.update({k: getattr(args, k) for k in localstack.KNOBS if getattr(args, k)})
+    localstack.install(**shape)
+    if args.action == "install":
+        return 0
+    stack = localstack.LocalStack(args.dir and os.path.abspath(args.dir), **shape)
+    localstack.exit_on_sigterm()
+    try:
+        stack.start()
+        conf = os.path.join(stack.workdir, "rp_reporter.conf")
+        with open(conf, "w") as f:
+            f.write(stack.reporter_conf())
+        shown = {"config_file": conf, "placement": stack.placement_url,
+                 "ironic": stack.ironic_url, "transport_url": stack.transport_url,
+                 "coordination": stack.coordination_url}
+        if stack.auth == "keystone":
+            shown["keystone"] = stack.keystone_url
+            shown["credentials"] = {name: stack.credentials(name) for name in localstack.IDENTITIES}
+        if stack.database == "mariadb":
+            shown["mariadb"] = stack.mariadb
+        print(json.dumps(shown, indent=2), flush=True)
+        while True:
+            signal.pause()  # until SIGINT or SIGTERM unwinds to the finally below
+    except KeyboardInterrupt:
+        pass
+    finally:
+        stack.stop()
+        if not args.dir:
+            shutil.rmtree(stack.workdir, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

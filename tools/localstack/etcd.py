@@ -1,0 +1,26 @@
+"""etcd, the production profile's coordination backend: a one-member cluster with
+its own data dir, client and peer URLs on loopback."""
+
+import json
+import os
+import urllib.request
+
+from tools.localstack import process
+
+NAME = "etcd"
+DEBS = (("etcd-server", "/usr/bin/etcd"),)
+EXTRA_PORTS = ("etcd_peer",)
+
+
+def start(stack):
+    client, peer = stack.etcd_url, f"http://127.0.0.1:{stack.ports['etcd_peer']}"
+    stack.services[NAME].spawn([
+        "etcd", "--name", "rp-local", "--data-dir",
+        os.path.join(stack.service_dir(NAME), "data"),
+        "--listen-client-urls", client, "--advertise-client-urls", client,
+        "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+        "--initial-cluster", f"rp-local={peer}", "--initial-cluster-state", "new",
+        "--initial-cluster-token", f"rp-local-{stack.ports[NAME]}"])
+    process.wait_until(lambda: json.loads(urllib.request.urlopen(
+        client + "/health", timeout=2).read())["health"] == "true", 30, "etcd")
+    process.log(f"etcd on {stack.ports[NAME]}")

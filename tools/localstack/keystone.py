@@ -1,0 +1,158 @@
+"""Keystone, the production profile's identity service: fernet tokens under
+gunicorn, the catalog of Placement and Ironic, their service users, and the
+identities tests use (IDENTITIES).  Placement and Ironic then sit behind
+``[keystone_authtoken]`` (authtoken) with their release policy defaults."""
+
+import os
+import subprocess
+
+from tools import fleet
+from tools.localstack import process
+
+NAME = "keystone"
+VENV_PACKAGES = ("keystone==30.0.0",)
+REGION = "RegionOne"
+# Token lifetime, seconds: short, so a test can see a token expire under a running
+# agent, yet over 120: keystoneauth renews a token with under 120 s left, so at 120
+# or less every request re-authenticates (keystonemiddleware then fetches several
+# tokens per validation, each a bcrypt check).  Clients renew after 60 s.
+TOKEN_EXPIRATION = 180
+ADMIN_PASSWORD = "rp-admin-secret"
+# The identities tests use (domain Default): name -> (scope, role).  "system"
+# means system_scope=all; otherwise the project, "service".
+IDENTITIES = {
+    "rp-system-reader": ("system", "reader"),   # the right Ironic credentials for the reporter
+    "rp-system-member": ("system", "member"),   # Ironic writes (resource-class set)
+    "rp-service": ("service", "service"),       # right for Placement, wrong for Ironic
+    "rp-admin": ("service", "admin"),
+    "rp-reader": ("service", "reader"),
+}
+# The services' own users for [keystone_authtoken], role service in project service.
+SERVICE_USERS = ("placement", "ironic")
+
+KEYSTONE_CONF = """\
+[DEFAULT]
+debug = False
+[database]
+connection = {db}
+[token]
+provider = fernet
+expiration = {expiration}
+[fernet_tokens]
+key_repository = {dir}/fernet-keys
+[fernet_receipts]
+key_repository = {dir}/fernet-keys
+[credential]
+key_repository = {dir}/credential-keys
+"""
+
+KEYSTONE_AUTHTOKEN = """\
+[keystone_authtoken]
+www_authenticate_uri = {url}/v3
+auth_url = {url}/v3
+auth_type = password
+username = {user}
+password = {password}
+user_domain_name = Default
+project_name = service
+project_domain_name = Default
+region_name = {region}
+"""
+
+
+def venv_ready():
+    return os.path.exists(process.venv_bin("keystone-manage"))
+
+
+def password(user):
+    return f"{user}-secret"
+
+
+def authtoken(stack, user):
+    """The [keystone_authtoken] section of a service behind Keystone."""
+    return KEYSTONE_AUTHTOKEN.format(url=stack.keystone_url, user=user,
+                                     password=password(user), region=REGION)
+
+
+def credentials(stack, name):
+    """keystoneauth options for an [ironic] or [placement] section, as identity ``name``
+    (one of IDENTITIES) would use them; endpoints come from the catalog."""
+    scope, _ = IDENTITIES[name]
+    creds = {"auth_type": "password", "auth_url": stack.keystone_url + "/v3",
+             "username": name, "password": password(name), "user_domain_name": "Default",
+             "region_name": REGION, "valid_interfaces": "internal,public"}
+    if scope == "system":
+        creds["system_scope"] = "all"
+    else:
+        creds.update(project_name=scope, project_domain_name="Default")
+    return creds
+
+
+def admin_token(stack, scope):
+    """A refreshing token of the bootstrap admin in ``scope`` (for fleet's requests)."""
+    return fleet.KeystoneToken(stack.keystone_url + "/v3", "admin", ADMIN_PASSWORD, scope)
+
+
+def start(stack):
+    """Keystone under gunicorn; on first start also its database, keys, bootstrap, the
+    services and endpoints of Placement and Ironic, their users and IDENTITIES."""
+    conf_dir = stack.service_dir(NAME)
+    conf = os.path.join(conf_dir, "keystone.conf")
+    fresh = not os.path.exists(conf)
+    if fresh:
+        with open(conf, "w") as f:
+            f.write(KEYSTONE_CONF.format(dir=conf_dir, db=stack.database_url(NAME),
+                                         expiration=TOKEN_EXPIRATION))
+        manage = [process.venv_bin("keystone-manage"), "--config-file", conf]
+        for step in (["db_sync"],
+                     ["fernet_setup", "--keystone-user", "root", "--keystone-group", "root"],
+                     ["credential_setup", "--keystone-user", "root",
+                      "--keystone-group", "root"],
+                     ["bootstrap", "--bootstrap-password", ADMIN_PASSWORD,
+                      "--bootstrap-region-id", REGION,
+                      *(arg for iface in ("admin", "internal", "public")
+                        for arg in (f"--bootstrap-{iface}-url", stack.keystone_url + "/v3"))]):
+            subprocess.run(manage + step, check=True, capture_output=True)
+    # Keystone's WSGI module parses sys.argv with oslo.config, which then refuses
+    # gunicorn's arguments: serve it through a shim that hides them.
+    with open(os.path.join(conf_dir, "keystone_wsgi.py"), "w") as f:
+        f.write("import sys\nsys.argv = sys.argv[:1]\n"
+                "from keystone.wsgi.api import application  # noqa: E402,F401\n")
+    stack.services[NAME].spawn(
+        [process.venv_bin("gunicorn"), "-k", "gthread", "-w", "2", "--threads", "2",
+         "--pythonpath", conf_dir, "-b", f"127.0.0.1:{stack.ports[NAME]}",
+         "keystone_wsgi:application"],
+        {"OS_KEYSTONE_CONFIG_FILES": conf})
+    process.wait_until(lambda: process.http_ok(stack.keystone_url + "/v3"), 60, "Keystone")
+    if fresh:
+        register(stack)
+    process.log(f"keystone on {stack.ports[NAME]}")
+
+
+def register(stack):
+    """Services, endpoints (public and internal, RegionOne), the service users and the
+    test identities, through Keystone's API as the bootstrap admin (system scope)."""
+    http = fleet.session({}, auth=admin_token(stack, {"system": {"all": True}}))
+    api = stack.keystone_url + "/v3"
+
+    def post(path, kind, body):
+        return fleet.call(http, "POST", api + path, (201,), json={kind: body})[kind]
+
+    roles = {r["name"]: r["id"]
+             for r in fleet.call(http, "GET", api + "/roles", (200,))["roles"]}
+    if "service" not in roles:
+        roles["service"] = post("/roles", "role", {"name": "service"})["id"]
+    project = post("/projects", "project", {"name": "service", "domain_id": "default"})["id"]
+    for service_type, name, url in (("placement", "placement", stack.placement_url),
+                                    ("baremetal", "ironic", stack.ironic_url)):
+        service = post("/services", "service", {"type": service_type, "name": name})["id"]
+        for interface in ("public", "internal"):
+            post("/endpoints", "endpoint", {"service_id": service, "interface": interface,
+                                            "url": url, "region_id": REGION})
+    users = {name: ("service", "service") for name in SERVICE_USERS}
+    users.update(IDENTITIES)
+    for name, (scope, role) in users.items():
+        user = post("/users", "user", {"name": name, "password": password(name),
+                                       "domain_id": "default"})["id"]
+        target = "/system" if scope == "system" else f"/projects/{project}"
+        fleet.call(http, "PUT", f"{api}{target}/users/{user}/roles/{roles[role]}", (204,))

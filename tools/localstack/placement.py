@@ -1,0 +1,57 @@
+"""Placement (openstack-placement under gunicorn), the service the reporter writes
+to: noauth2 with an admin token on the embedded profile, behind Keystone on the
+production one."""
+
+import os
+import subprocess
+
+from tools.localstack import keystone
+from tools.localstack import process
+
+NAME = "placement"
+
+
+def write_conf(stack, conf_dir, conf):
+    with open(conf, "w") as f:
+        if stack.auth == "keystone":
+            # The release's policy defaults (reshaper wants the service role).
+            f.write("[DEFAULT]\ndebug = False\n[api]\nauth_strategy = keystone\n"
+                    + keystone.authtoken(stack, NAME))
+        else:
+            f.write("[DEFAULT]\ndebug = False\n[api]\nauth_strategy = noauth2\n"
+                    f"[oslo_policy]\npolicy_file = {conf_dir}/policy.yaml\n")
+            # The admin token stands in for a service user: reshaper (the bulk
+            # inventory path) is a service-role call.
+            with open(os.path.join(conf_dir, "policy.yaml"), "w") as p:
+                p.write('"placement:reshaper:reshape": "role:admin or role:service"\n')
+        f.write(f"[placement_database]\nconnection = {stack.database_url(NAME)}\n")
+        if stack.database == "sqlite":
+            f.write("sqlite_synchronous = false\n")
+        else:
+            f.write("max_pool_size = 10\nmax_overflow = 20\n")
+
+
+def start(stack):
+    conf_dir = stack.service_dir(NAME)
+    conf = os.path.join(conf_dir, "placement.conf")
+    if not os.path.exists(conf):
+        write_conf(stack, conf_dir, conf)
+        subprocess.run([process.venv_bin("placement-manage"), "--config-file", conf, "db",
+                        "sync"], check=True, capture_output=True)
+        if stack.database == "sqlite":
+            process.wal(os.path.join(conf_dir, "placement.db"))
+    port = stack.ports[NAME]
+    # gunicorn, not uwsgi: uwsgi's --http-socket resets keep-alive requests
+    # here.  On sqlite one worker thread: sqlite's deferred transactions cannot
+    # take concurrent writers (they fail with "database is locked" at once), so
+    # Placement on sqlite serves one request at a time; clients queue.  On
+    # MariaDB it is served as a deployment would on this 2-core machine.
+    workers = ("-w", "1", "--threads", "1") if stack.database == "sqlite" else (
+        "-w", "2", "--threads", "4")
+    stack.services[NAME].spawn(
+        [process.venv_bin("gunicorn"), "-k", "gthread", *workers,
+         "-b", f"127.0.0.1:{port}", "placement.wsgi.api:application"],
+        {"OS_PLACEMENT_CONFIG_DIR": conf_dir})
+    process.wait_until(lambda: process.http_ok(stack.placement_url + "/",
+                                               {"X-Auth-Token": "admin"}), 60, "Placement")
+    process.log(f"placement on {port}")

@@ -1,0 +1,150 @@
+"""What every service module shares: child processes, loopback ports, readiness
+checks, and the stack's own virtualenv and Debian packages."""
+
+import contextlib
+import os
+import signal
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+STACK_VENV = os.environ.get(
+    "RP_STACK_VENV", os.path.expanduser("~/.cache/rp_reporter/stack-venv"))
+# Versions seen working together on this machine; bump them together.
+STACK_PACKAGES = ("openstack-placement==16.0.0", "ironic==39.0.0", "gunicorn==27.0.1")
+# What STACK_PACKAGES put in the virtualenv's bin/: when one is missing, they are installed.
+# A service's VENV_PACKAGES go into the same virtualenv only when a profile runs it
+# (they co-install with the above without changing any of its pins).
+STACK_COMMANDS = ("ironic", "placement-manage", "gunicorn")
+
+
+def log(msg):
+    print(f"[localstack] {msg}", file=sys.stderr, flush=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_open(port):
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def http_ok(url, headers=None):
+    req = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=2) as resp:
+            return resp.status < 500
+    except urllib.error.HTTPError as e:
+        return e.code < 500
+
+
+def wait_until(check, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            if check():
+                return
+        time.sleep(0.2)
+    raise RuntimeError(f"{what} did not come up within {timeout} s")
+
+
+def wal(db_path):
+    """WAL journaling: readers no longer block the writer, so far fewer
+    "database is locked" answers from a service on sqlite (persists in the file)."""
+    with contextlib.closing(sqlite3.connect(db_path)) as db:
+        db.execute("PRAGMA journal_mode=WAL")
+
+
+def venv_bin(name):
+    return os.path.join(STACK_VENV, "bin", name)
+
+
+def venv_has(module):
+    return subprocess.run([venv_bin("python"), "-c", f"import {module}"],
+                          capture_output=True).returncode == 0
+
+
+def install_missing(debs, venv_extras):
+    """Install what is not there yet (idempotent).
+
+    ``debs``: (Debian package, a path it installs), for apt-get.  ``venv_extras``:
+    (packages, a check that they are installed) to add to the stack's virtualenv,
+    whose STACK_PACKAGES are installed first (the checks run in it)."""
+    missing_debs = [pkg for pkg, path in debs if not os.path.exists(path)]
+    if missing_debs:
+        log(f"installing {' '.join(missing_debs)} with apt-get")
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+        subprocess.run(["apt-get", "install", "-y", "-qq", *missing_debs], check=True, env=env,
+                       stdout=subprocess.DEVNULL)
+    if not all(os.path.exists(venv_bin(b)) for b in STACK_COMMANDS):
+        log(f"installing {' '.join(STACK_PACKAGES)} into {STACK_VENV}")
+        subprocess.run([sys.executable, "-m", "venv", STACK_VENV], check=True)
+        subprocess.run([venv_bin("pip"), "install", "-q", *STACK_PACKAGES], check=True)
+    extra = [pkg for packages, installed in venv_extras if not installed() for pkg in packages]
+    if extra:
+        # With STACK_PACKAGES again, so pip keeps their pins.
+        log(f"installing {' '.join(extra)} into {STACK_VENV}")
+        subprocess.run([venv_bin("pip"), "install", "-q", *STACK_PACKAGES, *extra], check=True)
+
+
+class Service:
+    """One child process in its own session, so stop() takes its workers too."""
+
+    def __init__(self, name, workdir):
+        self.name = name
+        self.workdir = workdir
+        self.proc = None
+
+    def spawn(self, argv, env=None):
+        logf = open(os.path.join(self.workdir, f"{self.name}.log"), "ab")
+        self.proc = subprocess.Popen(argv, cwd=self.workdir, stdout=logf, stderr=subprocess.STDOUT,
+                                     env=dict(os.environ, **(env or {})), start_new_session=True)
+        logf.close()
+
+    def running(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def signal(self, sig):
+        if self.running():
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, sig)
+
+    def stop(self, timeout=15):
+        if not self.running():
+            return
+        self.signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.signal(signal.SIGKILL)
+            self.proc.wait(5)
+
+
+def terminate(procs, timeout=15):
+    """SIGTERM every process still running, then wait for each (agents stop cleanly)."""
+    running = [p for p in procs if p is not None and p.poll() is None]
+    for proc in running:
+        proc.send_signal(signal.SIGTERM)
+    for proc in running:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            log(f"{' '.join(map(str, proc.args))[:120]}: no exit {timeout} s after SIGTERM; killed")
+            proc.kill()
+            proc.wait()
+
+
+def exit_on_sigterm():
+    """SIGTERM unwinds like Ctrl-C, so the stacks' ``finally`` blocks stop what they
+    started (by default it ends the process there and leaves every service running)."""
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))

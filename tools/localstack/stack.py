@@ -1,0 +1,221 @@
+"""LocalStack: the services of one stack, composed from its shape.
+
+A shape gives each knob of KNOBS one of its choices; a profile (PROFILES) is a
+named shape.  SERVICES lists every service module in start order with the
+shapes that run it.  A service module has NAME and start(stack); it may have
+stop(stack) (when ending its processes is not enough), EXTRA_PORTS (port names
+beside its own), DEBS ((Debian package, a path it installs)), and VENV_PACKAGES
+with venv_ready() (what it adds to the stack's virtualenv).
+
+A new profile is its service modules, their rows in SERVICES, and its entry in
+PROFILES (with a knob of its own in KNOBS when no existing knob tells its
+services apart).
+"""
+
+import os
+import tempfile
+
+from tools.localstack import etcd
+from tools.localstack import ironic
+from tools.localstack import keystone
+from tools.localstack import mariadb
+from tools.localstack import placement
+from tools.localstack import process
+from tools.localstack import rabbitmq
+from tools.localstack import redis
+
+# Each knob of a shape and its choices, the embedded profile's first.
+KNOBS = {"database": ("sqlite", "mariadb"),
+         "auth": ("noauth", "keystone"),
+         "coordination": ("redis", "etcd")}
+# Named shapes: what each sets apart from the embedded profile.
+PROFILES = {
+    "embedded": {},
+    "production": {"database": "mariadb", "auth": "keystone", "coordination": "etcd"},
+}
+PRODUCTION = PROFILES["production"]
+# Every service a stack can run, in start order, and whether a shape runs it.
+SERVICES = (
+    (rabbitmq, lambda shape: True),
+    (redis, lambda shape: shape["coordination"] == "redis"),
+    (etcd, lambda shape: shape["coordination"] == "etcd"),
+    (mariadb, lambda shape: shape["database"] == "mariadb"),
+    (keystone, lambda shape: shape["auth"] == "keystone"),
+    (placement, lambda shape: True),
+    (ironic, lambda shape: True),
+)
+BY_NAME = {module.NAME: module for module, _ in SERVICES}
+
+SCOPE_KEYS = {"project_name", "project_id", "project_domain_name", "project_domain_id",
+              "domain_name", "domain_id", "system_scope"}
+
+
+def shape_of(**knobs):
+    """Every knob's value: those given (checked), the embedded profile's for the rest."""
+    unknown = set(knobs) - set(KNOBS)
+    if unknown:
+        raise TypeError(f"no such knob: {', '.join(sorted(unknown))}")
+    for knob, value in knobs.items():
+        if value not in KNOBS[knob]:
+            raise ValueError(f"{knob} must be one of {KNOBS[knob]}, not {value!r}")
+    return {knob: knobs.get(knob, choices[0]) for knob, choices in KNOBS.items()}
+
+
+def services_of(shape):
+    """The service modules a stack of this shape runs, in start order."""
+    return [module for module, runs in SERVICES if runs(shape)]
+
+
+def install(**knobs):
+    """Install what a stack of this shape needs and is not there yet (idempotent)."""
+    modules = services_of(shape_of(**knobs))
+    process.install_missing(
+        debs=[deb for module in modules for deb in getattr(module, "DEBS", ())],
+        venv_extras=[(module.VENV_PACKAGES, module.venv_ready) for module in modules
+                     if hasattr(module, "VENV_PACKAGES")])
+
+
+def _http(name, doc=None):
+    """A property: the http:// address of the stack's service ``name`` on loopback."""
+    return property(lambda stack: f"http://127.0.0.1:{stack.ports[name]}", doc=doc)
+
+
+class LocalStack:
+    """The real services, each startable and stoppable on its own.
+
+    ``database`` ("sqlite" or "mariadb"), ``auth`` ("noauth" or "keystone") and
+    ``coordination`` ("redis" or "etcd") compose (KNOBS); the defaults are the
+    embedded profile, ``LocalStack.production()`` is MariaDB + Keystone + etcd.
+    """
+
+    def __init__(self, workdir=None, **knobs):
+        self.shape = shape_of(**knobs)
+        # stack.database, stack.auth, stack.coordination: what the service modules read.
+        for knob, value in self.shape.items():
+            setattr(self, knob, value)
+        self.workdir = workdir or tempfile.mkdtemp(prefix="rp-stack-")
+        os.makedirs(self.workdir, exist_ok=True)
+        modules = services_of(self.shape)
+        self.names = tuple(module.NAME for module in modules)
+        self.ports = {name: process.free_port() for name in self.names}
+        for module in modules:
+            self.ports.update({name: process.free_port()
+                               for name in getattr(module, "EXTRA_PORTS", ())})
+        self.services = {name: process.Service(name, self.workdir) for name in self.names}
+        self._admin_auth = {}
+
+    @classmethod
+    def production(cls, workdir=None, **overrides):
+        """The shape operators run: MariaDB, Keystone, etcd (any knob can be overridden)."""
+        return cls(workdir, **dict(PRODUCTION, **overrides))
+
+    # -- addresses -------------------------------------------------------
+    placement_url = _http("placement")
+    ironic_url = _http("ironic")
+    keystone_url = _http("keystone", "Keystone's root (the catalog's identity endpoint is "
+                                     "this + /v3).")
+    etcd_url = _http("etcd", "etcd's client URL (plain http).")
+
+    @property
+    def transport_url(self):
+        return f"rabbit://guest:guest@127.0.0.1:{self.ports['rabbitmq']}/"
+
+    @property
+    def redis_url(self):
+        return f"redis://127.0.0.1:{self.ports['redis']}"
+
+    @property
+    def coordination_url(self):
+        """The tooz backend URL for [coordination] backend_url."""
+        if self.coordination == "etcd":
+            return f"etcd3+http://127.0.0.1:{self.ports['etcd']}"
+        return self.redis_url
+
+    @property
+    def mariadb(self):
+        """Where MariaDB listens: host, port, socket, and the database URL of each service."""
+        return {"host": "127.0.0.1", "port": self.ports["mariadb"],
+                "socket": mariadb.socket_path(self),
+                "databases": {svc: self.database_url(svc) for svc in mariadb.DATABASES}}
+
+    def database_url(self, service):
+        """The SQLAlchemy URL a service (keystone, placement, ironic) uses."""
+        if self.database == "mariadb":
+            return mariadb.url(self, service)
+        return f"sqlite:///{self.workdir}/{service}/{service}.db"
+
+    # -- identities (keystone profile) -----------------------------------
+    def credentials(self, name):
+        """keystoneauth options for an [ironic] or [placement] section, as identity ``name``
+        (one of keystone.IDENTITIES) would use them; endpoints come from the catalog."""
+        return keystone.credentials(self, name)
+
+    def admin_auth(self, service_type):
+        """What fleet.Ironic / fleet.Placement authenticate with: None on noauth (they send
+        the noauth headers), else a refreshing Keystone token of the bootstrap admin,
+        system-scoped for Ironic ("baremetal"), project-scoped for Placement ("placement")."""
+        if self.auth != "keystone":
+            return None
+        if service_type not in self._admin_auth:
+            scope = ({"system": {"all": True}} if service_type == "baremetal"
+                     else {"project": {"name": "admin", "domain": {"name": "Default"}}})
+            self._admin_auth[service_type] = keystone.admin_token(self, scope)
+        return self._admin_auth[service_type]
+
+    def reporter_conf(self, **sections):
+        """Text of an rp_reporter config file pointing at this stack.  Sections passed in
+        override per key; an [ironic]/[placement] override that names a scope (project or
+        system) replaces the default's scope."""
+        if self.auth == "keystone":
+            ironic_section = self.credentials("rp-system-reader")
+            placement_section = self.credentials("rp-service")
+        else:
+            ironic_section = {"auth_type": "none", "endpoint_override": self.ironic_url}
+            placement_section = {"auth_type": "admin_token", "endpoint": self.placement_url,
+                                 "token": "admin"}
+        conf = {
+            "DEFAULT": {"host": "rp-local"},
+            "ironic": ironic_section,
+            "placement": placement_section,
+            "notifications": {"transport_url": self.transport_url},
+        }
+        if self.coordination == "etcd":
+            conf["coordination"] = {"backend_url": self.coordination_url}
+        for section, values in sections.items():
+            current = conf.setdefault(section, {})
+            if SCOPE_KEYS & set(values):
+                for key in SCOPE_KEYS:
+                    current.pop(key, None)
+            current.update(values)
+        return "".join(f"[{s}]\n" + "".join(f"{k} = {v}\n" for k, v in vals.items()) + "\n"
+                       for s, vals in conf.items())
+
+    # -- lifecycle -------------------------------------------------------
+    def start(self, names=None):
+        """Install what this shape needs, then start these services (default: all)."""
+        install(**self.shape)
+        for name in names or self.names:
+            self.start_service(name)
+
+    def start_service(self, name):
+        """Start one service (one of self.names) without start()'s install check: to bring
+        back one that was stopped."""
+        BY_NAME[name].start(self)
+
+    def stop(self, names=None):
+        for name in reversed(names or self.names):
+            stop = getattr(BY_NAME[name], "stop", None)
+            if stop:
+                stop(self)
+            else:
+                self.services[name].stop()
+
+    def restart(self, name):
+        self.stop([name])
+        self.start_service(name)
+
+    def service_dir(self, name):
+        """The service's own directory in the work directory (made if missing)."""
+        path = os.path.join(self.workdir, name)
+        os.makedirs(path, exist_ok=True)
+        return path
