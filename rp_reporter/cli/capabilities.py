@@ -12,9 +12,9 @@ import sys
 
 from cliff import lister
 
-from rp_reporter import capabilities as caps
 from rp_reporter import errors
 from rp_reporter import model
+from rp_reporter import traits
 from rp_reporter import wiring
 from rp_reporter.cli import app
 from rp_reporter.cli.reconcile import Progress
@@ -30,10 +30,10 @@ def resolve_rules(rules_path, conf=None):
     is a UsageError (one line, exit 2, nothing written)."""
     path = rules_path or (conf.traits.rules_file if conf is not None else None)
     if not path:
-        return caps.DEFAULT_RULES
+        return traits.DEFAULT_RULES
     try:
-        return caps.load_rules(path)
-    except caps.RulesError as e:
+        return traits.load_rules(path)
+    except traits.RulesError as e:
         raise app.UsageError(f"bad rule file: {e}") from None
 
 
@@ -149,7 +149,7 @@ class FlavorTranslate(app.CommandMixin, lister.Lister):
             raise app.UsageError("give KEY=VALUE specs or --flavor-json FILE")
         rows = []
         for name, specs in flavors:
-            t = caps.translate_flavor(rules, specs, resource_class=rc)
+            t = traits.translate_flavor(rules, specs, resource_class=rc)
             sources = {f"trait:{trait}": f"from {key}={value}"
                        for key, value, trait in t.translated}
             for key, value in t.specs.items():
@@ -269,17 +269,15 @@ def audit_rows(records, rules, flavors=()):
     sources = collections.defaultdict(set)
     for record in records:
         props = record.get("properties")
-        parsed, _ = caps.parse_capabilities((props or {}).get("capabilities")
+        parsed, _ = traits.parse_capabilities((props or {}).get("capabilities")
                                             if isinstance(props, dict) else None)
         for key, value in parsed.items():
             values[key][value] += 1
             nodes_with[key] += 1
-            rule = rules.capability_rule(key)
-            if rule is not None and rule.allows(value):
-                trait, _ = caps._valued_trait(rule.prefix, value)
-                if trait:
-                    sources[trait].add(f"{key}={value}")
-        for problem in caps.derive_problems(rules, props):
+            trait, _ = traits.capability_trait(rules, key, value)
+            if trait:
+                sources[trait].add(f"{key}={value}")
+        for problem in traits.derive_problems(rules, props):
             rows.append(("capability_problem", record["uuid"], problem))
     for key in sorted(values):
         shown = ", ".join(f"{v} ({n})" for v, n in sorted(values[key].items())[:20])
@@ -294,14 +292,14 @@ def audit_rows(records, rules, flavors=()):
         rows.append(("trait_collision", trait, " and ".join(sorted(sources[trait]))
                      + " give the same trait: a translated flavor would match both"))
     for name, specs in flavors:
-        t = caps.translate_flavor(rules, specs)
+        t = traits.translate_flavor(rules, specs)
         required = {k[len("trait:"):] for k, v in t.specs.items()
                     if k.startswith("trait:") and v == "required"}
         forbidden = {k[len("trait:"):] for k, v in t.specs.items()
                      if k.startswith("trait:") and v == "forbidden"}
         rc = _flavor_class(specs)
         in_class = [r for r in records if rc is None or _node_class(r) == rc]
-        before = sum(1 for r in in_class if caps.capabilities_match(specs, r.get("properties")))
+        before = sum(1 for r in in_class if traits.capabilities_match(specs, r.get("properties")))
         after = sum(1 for r in in_class
                     if required <= set(r.get("traits") or ())
                     and not forbidden & set(r.get("traits") or ()))
