@@ -60,7 +60,7 @@ def load_rules(conf):
     path = conf.traits.rules_file
     if not path:
         return None
-    from rp_reporter import capabilities  # only with rules: no cost for the others
+    from rp_reporter import traits as capabilities  # only with rules: no cost for the others
 
     try:
         return capabilities.load_rules(path)

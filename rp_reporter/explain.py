@@ -14,6 +14,7 @@ import dataclasses
 
 from rp_reporter import model
 from rp_reporter.sync import plan as planner
+from rp_reporter.traits import flavor_extra_specs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -26,12 +27,6 @@ class Scope:
     conductor_group: str | None = None
     shard: str | None = None
     skip_reserve_in_use: bool = False
-
-
-def flavor_extra_specs(resource_class):
-    """What a nova flavor needs to land on nodes of this class (and nothing else)."""
-    return (f"resources:{resource_class}=1 resources:VCPU=0 resources:MEMORY_MB=0 "
-            "resources:DISK_GB=0")
 
 
 def _reserved_reasons(node):

@@ -10,6 +10,7 @@ from oslo_config import cfg
 from rp_reporter import conf as rp_conf
 from rp_reporter import errors
 from rp_reporter import log as rp_log
+from rp_reporter import traits
 from rp_reporter import wiring
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -78,6 +79,18 @@ def add_rules_option(parser):
     parser.add_argument("--rules", metavar="FILE",
                         help="Capability rule file (default: [traits] rules_file, else the "
                              "built-in rules).")
+
+
+def resolve_rules(rules_path, conf=None):
+    """--rules FILE, else ``[traits] rules_file``, else the built-in rules; a bad file
+    is a UsageError (one line, exit 2, nothing written)."""
+    path = rules_path or (conf.traits.rules_file if conf is not None else None)
+    if not path:
+        return traits.DEFAULT_RULES
+    try:
+        return traits.load_rules(path)
+    except traits.RulesError as e:
+        raise UsageError(f"bad rule file: {e}") from None
 
 
 def exit_code_of(error):

@@ -1,50 +1,20 @@
 """``rp-reporter resource-class set|unset|audit``: give nodes a class, safely, and see
-what is missing or out of step."""
+what is missing or out of step (the audit's capability rows included)."""
 
 import collections
-import fnmatch
 
 from cliff import lister
 
 from rp_reporter import errors
 from rp_reporter import model
+from rp_reporter import traits
 from rp_reporter import wiring
 from rp_reporter.cli import app
-from rp_reporter.cli.reconcile import Progress
-from rp_reporter.cli.reconcile import describe_ops
-from rp_reporter.sync import ironic as ironic_sync
+from rp_reporter.cli import flavor_specs
+from rp_reporter.cli import nodes
+from rp_reporter.cli import plans
+from rp_reporter.sync import capability_traits
 from rp_reporter.sync.provider import Outcome
-
-
-def placement_class(name):
-    """The Placement class for an operator's name, or UsageError before any write."""
-    if not name or not name.strip():
-        raise app.UsageError("resource class name is empty")
-    if len(name) > ironic_sync.RESOURCE_CLASS_MAX:
-        raise app.UsageError(f"resource class name is {len(name)} characters; Ironic takes at "
-                             f"most {ironic_sync.RESOURCE_CLASS_MAX}")
-    normalized, problem = model.normalize_resource_class(name)
-    if problem:
-        raise app.UsageError(problem)
-    return normalized
-
-
-def flavor_extra_specs(rc):
-    """What a nova flavor needs to land on nodes of this class (and nothing else)."""
-    return f"resources:{rc}=1 resources:VCPU=0 resources:MEMORY_MB=0 resources:DISK_GB=0"
-
-
-def _matches(record, args):
-    props = record.get("properties") or {}
-    wanted_props = dict(p.split("=", 1) for p in args.property)
-    return ((not args.no_class or not record.get("resource_class"))
-            and (args.current_class is None or record.get("resource_class") == args.current_class)
-            and (args.name_glob is None or fnmatch.fnmatch(record.get("name") or "",
-                                                           args.name_glob))
-            and (args.conductor_group is None
-                 or (record.get("conductor_group") or "") == args.conductor_group.lower())
-            and (args.shard is None or record.get("shard") == args.shard)
-            and all(str(props.get(k)) == v for k, v in wanted_props.items()))
 
 
 class _Change(app.CommandMixin, lister.Lister):
@@ -54,20 +24,15 @@ class _Change(app.CommandMixin, lister.Lister):
                "result")
 
     def _targets(self, ironic, args):
-        if args.nodes:
-            records, missing = [], []
-            for ident in args.nodes:
-                record = ironic.get_node(ident)
-                (records.append(record) if record else missing.append(ident))
-            return records, missing
-        return ironic.list_nodes(extra_fields=("properties",)), []
+        # A named node is read without its properties, as it always was.
+        fields = () if args.nodes else ("properties",)
+        return nodes.named_or_all(ironic, args.nodes, extra_fields=fields)
 
     def _apply(self, ironic, records, missing, new_class, args):
-        rc = placement_class(new_class) if new_class is not None else ""
-        specs = flavor_extra_specs(rc) if rc else ""
+        rc = flavor_specs.placement_class(new_class) if new_class is not None else ""
+        specs = traits.flavor_extra_specs(rc) if rc else ""
         rows = [(ident, "", "", "", "", "", "failed: no such node") for ident in missing]
-        progress = Progress()
-        for done, record in enumerate(records, 1):
+        for record in nodes.walk(records):
             before = record.get("resource_class")
             if before == new_class:
                 result = "unchanged"
@@ -85,7 +50,6 @@ class _Change(app.CommandMixin, lister.Lister):
                     result = f"failed: {e}"
             rows.append((record["uuid"], record.get("name") or "", before or "", new_class or "",
                          rc, specs, result))
-            progress(done, len(records))
         if any(r[-1].startswith("failed") for r in rows):
             self.exit_code = app.EXIT_FAILED
         return self.COLUMNS, rows
@@ -97,33 +61,26 @@ class Set(_Change):
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument("--resource-class", required=True, metavar="NAME")
-        parser.add_argument("nodes", nargs="*", metavar="NODE", help="Node uuid or name.")
+        nodes.add_node_names(parser)
         parser.add_argument("--no-class", action="store_true",
                             help="Only nodes without a resource_class yet.")
         parser.add_argument("--current-class", metavar="NAME", help="Only nodes of this class.")
-        parser.add_argument("--name-glob", metavar="GLOB", help="Only nodes whose name matches.")
-        parser.add_argument("--conductor-group", metavar="GROUP")
-        parser.add_argument("--shard", metavar="SHARD")
-        parser.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
-                            help="Only nodes with this property value (repeatable).")
+        nodes.add_filter_options(parser)
         parser.add_argument("--dry-run", action="store_true", help="Show before and after; "
                                                                    "change nothing.")
         return parser
 
     def take_action(self, args):
-        placement_class(args.resource_class)  # refuse a bad name before anything else
-        filters = (args.no_class or args.current_class or args.name_glob or args.conductor_group
-                   or args.shard or args.property)
-        if not args.nodes and not filters:
+        flavor_specs.placement_class(args.resource_class)  # refuse a bad name before all else
+        chosen = nodes.NodeFilter.from_args(args, no_class=args.no_class)
+        if not args.nodes and not chosen.given:
             raise app.UsageError("name the nodes, or select them with a filter (--no-class, "
                                  "--current-class, --name-glob, --conductor-group, --shard, "
                                  "--property)")
-        if any("=" not in p for p in args.property):
-            raise app.UsageError("--property takes KEY=VALUE")
         ironic = wiring.ironic_client(self.app.conf)
         records, missing = self._targets(ironic, args)
-        if filters:
-            records = [r for r in records if _matches(r, args)]
+        if chosen.given:
+            records = chosen.select(records)
         return self._apply(ironic, records, missing, args.resource_class, args)
 
 
@@ -132,7 +89,7 @@ class Unset(_Change):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument("nodes", nargs="+", metavar="NODE", help="Node uuid or name.")
+        nodes.add_node_names(parser, nargs="+")
         parser.add_argument("--dry-run", action="store_true")
         return parser
 
@@ -140,6 +97,79 @@ class Unset(_Change):
         ironic = wiring.ironic_client(self.app.conf)
         records, missing = self._targets(ironic, args)
         return self._apply(ironic, records, missing, None, args)
+
+
+# --- the audit's capability section ---------------------------------------------------------
+
+CAPABILITY_FINDINGS = ("capability_problem", "trait_collision", "flavor_untranslatable")
+
+
+def _node_class(record):
+    return model.normalize_resource_class(record.get("resource_class"))[0]
+
+
+def audit_rows(records, rules, flavors=()):
+    """(finding, subject, detail) rows: capability keys in use, problems, trait names two
+    values share, and per flavor the nodes it matches before and after translation.
+
+    Findings (exit 1): ``capability_problem``, ``trait_collision``,
+    ``flavor_untranslatable``; ``capability`` and ``flavor`` rows are information.
+    """
+    rows = []
+    values = collections.defaultdict(collections.Counter)
+    nodes_with = collections.Counter()
+    sources = collections.defaultdict(set)
+    for record in records:
+        props = record.get("properties")
+        parsed, _ = traits.parse_capabilities((props or {}).get("capabilities")
+                                              if isinstance(props, dict) else None)
+        for key, value in parsed.items():
+            values[key][value] += 1
+            nodes_with[key] += 1
+            trait, _ = traits.capability_trait(rules, key, value)
+            if trait:
+                sources[trait].add(f"{key}={value}")
+        for problem in traits.derive_problems(rules, props):
+            rows.append(("capability_problem", record["uuid"], problem))
+    for key in sorted(values):
+        shown = ", ".join(f"{v} ({n})" for v, n in sorted(values[key].items())[:20])
+        more = len(values[key]) - 20
+        rule = rules.capability_rule(key)
+        state = ("translated by the rules" if rule is not None and rule.values is None else
+                 f"translated for {', '.join(sorted(rule.values))}" if rule is not None else
+                 "not in the rules")
+        rows.append(("capability", key, f"{nodes_with[key]} nodes: {shown}"
+                                        f"{f' and {more} more' if more > 0 else ''}; {state}"))
+    for trait in sorted(t for t, s in sources.items() if len(s) > 1):
+        rows.append(("trait_collision", trait, " and ".join(sorted(sources[trait]))
+                     + " give the same trait: a translated flavor would match both"))
+    for name, specs in flavors:
+        t = traits.translate_flavor(rules, specs)
+        required = {k[len("trait:"):] for k, v in t.specs.items()
+                    if k.startswith("trait:") and v == "required"}
+        forbidden = {k[len("trait:"):] for k, v in t.specs.items()
+                     if k.startswith("trait:") and v == "forbidden"}
+        rc = flavor_specs.flavor_class(specs)
+        in_class = [r for r in records if rc is None or _node_class(r) == rc]
+        before = sum(1 for r in in_class if traits.capabilities_match(specs, r.get("properties")))
+        after = sum(1 for r in in_class
+                    if required <= set(r.get("traits") or ())
+                    and not forbidden & set(r.get("traits") or ()))
+        detail = (f"before {before} nodes (ComputeCapabilitiesFilter), after {after} nodes "
+                  f"(traits on the nodes now); class {rc or '(any)'}; required "
+                  f"{' '.join(sorted(required)) or '(none)'}")
+        rows.append(("flavor", name, detail))
+        for key, value, reason in t.untranslated:
+            rows.append(("flavor_untranslatable", name, f"{key}={value}: {reason}"))
+    return rows
+
+
+def capability_audit(conf, rules_path=None, flavor_paths=()):
+    """The capability rows of ``resource-class audit`` over the nodes in scope."""
+    rules = app.resolve_rules(rules_path, conf)
+    flavors = [f for path in flavor_paths for f in flavor_specs.load_flavors(path)]
+    records = wiring.ironic_client(conf).list_nodes(extra_fields=capability_traits.FIELDS)
+    return audit_rows(records, rules, flavors)
 
 
 class Audit(app.CommandMixin, lister.Lister):
@@ -151,8 +181,7 @@ class Audit(app.CommandMixin, lister.Lister):
     Exit 0 when clean, 1 when it found something."""
 
     FINDINGS = ("unclassified", "invalid_class", "invalid_node", "drift", "stale_provider",
-                "absent_node", "deletion_refused", "spellings", "capability_problem",
-                "trait_collision", "flavor_untranslatable")
+                "absent_node", "deletion_refused", "spellings") + CAPABILITY_FINDINGS
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -164,12 +193,10 @@ class Audit(app.CommandMixin, lister.Lister):
         return parser
 
     def take_action(self, args):
-        from rp_reporter.cli import capabilities as cli_caps  # it imports this module
-
-        cli_caps.resolve_rules(args.rules, self.app.conf)  # a bad file: before any reading
+        app.resolve_rules(args.rules, self.app.conf)  # a bad file: before any reading
         for path in args.flavor_json:
-            cli_caps.load_flavors(path)
-        summary = wiring.reconciler(self.app.conf).run(dry_run=True, progress=Progress())
+            flavor_specs.load_flavors(path)
+        summary = wiring.reconciler(self.app.conf).run(dry_run=True, progress=nodes.Progress())
         rows = []
         for r in sorted(summary.results, key=lambda r: r.uuid):
             if r.outcome is Outcome.SKIPPED:
@@ -184,7 +211,7 @@ class Audit(app.CommandMixin, lister.Lister):
             elif r.outcome is Outcome.KEPT:
                 rows.append(("absent_node", r.uuid, r.reason))
             elif r.ops:
-                rows.append(("drift", r.uuid, describe_ops(r)))
+                rows.append(("drift", r.uuid, plans.describe_ops(r)))
         if summary.deletion_refused:
             self.warn(f"deletion refused: {summary.deletion_refused}")
             rows.append(("deletion_refused", "-", summary.deletion_refused))
@@ -200,7 +227,7 @@ class Audit(app.CommandMixin, lister.Lister):
             if len(spellings[rc]) > 1:
                 rows.append(("spellings", rc, " ".join(repr(s) for s in sorted(spellings[rc]))
                              + f" all normalize to {rc}"))
-        rows += cli_caps.audit(self.app.conf, args.rules, args.flavor_json)
+        rows += capability_audit(self.app.conf, args.rules, args.flavor_json)
         if any(row[0] in self.FINDINGS or row[0] == "error" for row in rows):
             self.exit_code = app.EXIT_FAILED
         return ("finding", "subject", "detail"), rows

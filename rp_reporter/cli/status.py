@@ -9,6 +9,7 @@ from rp_reporter import membership
 from rp_reporter import model
 from rp_reporter import wiring
 from rp_reporter.cli import app
+from rp_reporter.cli import nodes
 from rp_reporter.sync import plan as planner
 
 
@@ -27,7 +28,7 @@ class Status(app.CommandMixin, lister.Lister):
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
-        parser.add_argument("nodes", nargs="*", metavar="NODE", help="Node uuid or name.")
+        nodes.add_node_names(parser)
         parser.add_argument("--explain", action="store_true",
                             help="For each NODE, every rule that decides its provider, in "
                                  "words: one row per rule (node, rule, explanation).")
@@ -53,8 +54,7 @@ class Status(app.CommandMixin, lister.Lister):
         placement = wiring.placement_client(conf)
         if args.nodes:
             records = []
-            for ident in args.nodes:
-                record = ironic.get_node(ident)
+            for ident, record in nodes.lookup(ironic, args.nodes):
                 if record is None:
                     note = ironic.scope_note()
                     raise app.UsageError(f"no such node in Ironic: {ident}" + (

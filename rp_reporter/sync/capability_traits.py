@@ -18,7 +18,7 @@ those are ever removed.  The order loses nothing to a crash at any point:
    traits recorded: the next run drops them from the record).
 """
 
-from rp_reporter import capabilities
+from rp_reporter import traits
 from rp_reporter.sync import ironic as ironic_sync
 
 # What a node record needs beside Ironic's usual fields (iter_nodes / get_node extra_fields).
@@ -33,17 +33,17 @@ class NodeTraits:
         self.rules = rules
 
     def derived(self, record):
-        return capabilities.derive_traits(self.rules, record.get("properties"))
+        return traits.derive_traits(self.rules, record.get("properties"))
 
     def problems(self, record):
         """What the rules skipped on this node (one line each)."""
-        return capabilities.derive_problems(self.rules, record.get("properties"))
+        return traits.derive_problems(self.rules, record.get("properties"))
 
     def plan(self, record):
         """The changes for a node record (uuid, traits, properties, extra): pure."""
         current = frozenset(t for t in (record.get("traits") or ()) if isinstance(t, str))
-        recorded = capabilities.recorded_traits(record.get("extra"))
-        return capabilities.trait_changes(current, recorded, self.derived(record))
+        recorded = traits.recorded_traits(record.get("extra"))
+        return traits.trait_changes(current, recorded, self.derived(record))
 
     def apply(self, record, dry_run=False):
         """Make the node carry its derived traits; returns what it changed (or, with

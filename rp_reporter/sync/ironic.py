@@ -14,8 +14,8 @@ from ironicclient import client as ironic_client
 from ironicclient.common.apiclient import exceptions as ironic_exc
 from keystoneauth1 import exceptions as ksa_exc
 
-from rp_reporter import capabilities
 from rp_reporter import errors
+from rp_reporter import traits as capabilities
 
 LOG = logging.getLogger(__name__)
 

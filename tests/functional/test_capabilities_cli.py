@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from rp_reporter import capabilities as caps
+from rp_reporter.traits import RECORD_KEY
 from tests.functional.conftest import run_json
 
 pytestmark = pytest.mark.functional
@@ -19,7 +19,7 @@ def traits(ironic, node):
 
 
 def recorded(ironic, node):
-    return (ironic.get(node)["extra"] or {}).get(caps.RECORD_KEY)
+    return (ironic.get(node)["extra"] or {}).get(RECORD_KEY)
 
 
 def with_caps(ironic, capabilities, **kw):

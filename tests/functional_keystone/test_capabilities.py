@@ -3,7 +3,7 @@ system-scoped member on Ironic; a reader is told so in one line and nothing chan
 
 import pytest
 
-from rp_reporter import capabilities as caps
+from rp_reporter.traits import RECORD_KEY
 from tests.functional.conftest import run_json
 from tests.functional_keystone.test_safety import one_line
 
@@ -22,14 +22,14 @@ def test_traits_from_capabilities_needs_system_member(stack, write_conf, cli, ir
     assert "traits from-capabilities also need system member" in line
     after = ironic.get(node)
     assert set(after["traits"]) == {"CUSTOM_BY_HAND"}
-    assert caps.RECORD_KEY not in (after["extra"] or {})
+    assert RECORD_KEY not in (after["extra"] or {})
 
     member = write_conf(ironic=stack.credentials("rp-system-member"))
     code, rows, _ = run_json(cli, "traits", "from-capabilities", node, config_file=member)
     assert code == 0 and [r["result"] for r in rows] == ["changed"]
     after = ironic.get(node)
     assert set(after["traits"]) == {"CUSTOM_BY_HAND", UEFI}
-    assert after["extra"][caps.RECORD_KEY] == [UEFI]
+    assert after["extra"][RECORD_KEY] == [UEFI]
     # The reader may carry them to Placement: reading is all the reconcile needs of Ironic.
     assert cli("reconcile")[0] == 0
     assert UEFI in placement.provider_trait_names(node)

@@ -28,10 +28,12 @@ from nova.scheduler import utils as scheduler_utils
 from nova.scheduler.filters import compute_capabilities_filter
 from nova.virt.ironic import driver as nova_driver
 
-from rp_reporter import capabilities
 from rp_reporter import conf as rp_conf
 from rp_reporter import model
 from rp_reporter import wiring
+from rp_reporter.traits import DEFAULT_RULES
+from rp_reporter.traits import derive_traits
+from rp_reporter.traits import translate_flavor
 
 CONF = nova.conf.CONF
 MICROVERSION = "placement 1.31"  # >= 1.17 (required=), as nova's scheduler asks
@@ -205,14 +207,13 @@ def test_allocation_candidates_for_the_translated_flavor_are_the_nodes_novas_fil
     names, classes, nodes = fleet_nodes
     # The providers carry the derived traits (the malformed piece gave none).
     for node, name in names.items():
-        derived = capabilities.derive_traits(capabilities.DEFAULT_RULES,
-                                             {"capabilities": NODES[name][1]})
+        derived = derive_traits(DEFAULT_RULES, {"capabilities": NODES[name][1]})
         assert derived <= placement.provider(node)["traits"], name
     report = []
     for flavor, (size, capability_specs) in FLAVORS.items():
         original = {**ZERO, f"resources:{model.normalize_resource_class(classes[size])[0]}":
                     "1", **capability_specs}
-        translation = capabilities.translate_flavor(capabilities.DEFAULT_RULES, original)
+        translation = translate_flavor(DEFAULT_RULES, original)
         assert translation.untranslated == (), (flavor, translation.untranslated)
         # nova reads the translated specs as the query below asks: same class, same traits.
         resources, required = nova_query(translation.specs)
@@ -237,7 +238,7 @@ def test_specs_the_translation_cannot_express_are_named_not_mistranslated(key, v
         if key == "capabilities:boot_mode" else (("capabilities:boot_mode", "uefi"),
                                                  "CUSTOM_CAP_BOOT_MODE_UEFI")
     original = {**ZERO, "resources:CUSTOM_CAP_LARGE": "1", good[0]: good[1], key: value}
-    translation = capabilities.translate_flavor(capabilities.DEFAULT_RULES, original)
+    translation = translate_flavor(DEFAULT_RULES, original)
     assert [k for k, _, reason in translation.untranslated if reason] == [key]
     # The spec it could express is still translated; the one it could not adds no trait.
     traits = {k for k in translation.specs if k.startswith("trait:")}
@@ -281,7 +282,7 @@ def test_spellings_nova_tells_apart_are_never_merged_by_a_trait(stack, ironic, n
     wrong = []
     for capability_specs in SPELLING_FLAVORS:
         original = {**ZERO, f"resources:{rc}": "1", **capability_specs}
-        translation = capabilities.translate_flavor(capabilities.DEFAULT_RULES, original)
+        translation = translate_flavor(DEFAULT_RULES, original)
         if translation.untranslated:
             continue  # named, not mistranslated
         expected = {names[n] for n in nova_picks(nodes, original)}

@@ -1,6 +1,6 @@
 """The agent's and the reconcile pass's part in derived traits ([traits] rules_file):
 what is written to Ironic, when nothing is, and what the provider then carries.
-NodeTraits is faked here (its own tests are tests/unit/test_capabilities.py)."""
+NodeTraits is faked here (its own tests are tests/unit/test_capability_traits.py)."""
 
 import dataclasses
 import logging
@@ -229,14 +229,14 @@ def test_a_refused_trait_write_is_said_once_and_placement_still_follows(agent, c
 
 def test_a_bad_rule_file_on_reload_keeps_the_rules_in_force(agent, tmp_path, caplog,
                                                            monkeypatch):
-    from rp_reporter import capabilities
+    from rp_reporter import traits
     good = tmp_path / "rules.yaml"
     agent.reconciler.node_traits = kept = FakeNodeTraits()
     agent.conf.set_override("rules_file", str(good), group="traits")
 
     def refuse(path):
-        raise capabilities.RulesError(str(path), "line 1", "not a mapping")
-    monkeypatch.setattr(capabilities, "load_rules", refuse)
+        raise traits.RulesError(str(path), "line 1", "not a mapping")
+    monkeypatch.setattr(traits, "load_rules", refuse)
     with caplog.at_level(logging.ERROR, logger=rp_agent.__name__):
         assert agent.reload_rules() is False
     assert agent.reconciler.node_traits is kept

@@ -2,8 +2,9 @@
 
 import pytest
 
-from rp_reporter import capabilities as caps
 from rp_reporter.sync.capability_traits import NodeTraits
+from rp_reporter.traits import DEFAULT_RULES
+from rp_reporter.traits import RECORD_KEY
 
 
 class Crash(Exception):
@@ -13,7 +14,7 @@ class Crash(Exception):
 class FakeIronic:
     def __init__(self, traits, recorded=None, crash_at=None):
         self.traits = set(traits)
-        self.extra = {} if recorded is None else {caps.RECORD_KEY: sorted(recorded)}
+        self.extra = {} if recorded is None else {RECORD_KEY: sorted(recorded)}
         self.calls = []
         self.crash_at = crash_at
 
@@ -33,7 +34,7 @@ class FakeIronic:
 
     def record_derived_traits(self, uuid, traits):
         self._call("record", tuple(sorted(traits)))
-        self.extra[caps.RECORD_KEY] = sorted(traits)
+        self.extra[RECORD_KEY] = sorted(traits)
 
     def record(self, capabilities):
         return {"uuid": "u1", "traits": sorted(self.traits), "extra": dict(self.extra),
@@ -45,7 +46,7 @@ UEFI, BIOS = "CUSTOM_CAP_BOOT_MODE_UEFI", "CUSTOM_CAP_BOOT_MODE_BIOS"
 
 def test_apply_orders_record_add_remove_record():
     ironic = FakeIronic({UEFI, "CUSTOM_HAND"}, recorded={UEFI})
-    changes = NodeTraits(ironic, caps.DEFAULT_RULES).apply(ironic.record("boot_mode:bios"))
+    changes = NodeTraits(ironic, DEFAULT_RULES).apply(ironic.record("boot_mode:bios"))
     assert (changes.add, changes.remove) == ({BIOS}, {UEFI})
     assert ironic.calls == [("record", (BIOS, UEFI)), ("add", BIOS), ("remove", UEFI),
                             ("record", (BIOS,))]
@@ -54,7 +55,7 @@ def test_apply_orders_record_add_remove_record():
 
 def test_dry_run_and_second_run_write_nothing():
     ironic = FakeIronic(set())
-    step = NodeTraits(ironic, caps.DEFAULT_RULES)
+    step = NodeTraits(ironic, DEFAULT_RULES)
     assert step.apply(ironic.record("boot_mode:uefi"), dry_run=True).add == {UEFI}
     assert ironic.calls == []
     step.apply(ironic.record("boot_mode:uefi"))
@@ -65,13 +66,13 @@ def test_dry_run_and_second_run_write_nothing():
 @pytest.mark.parametrize("crash_at", range(4))
 def test_a_crash_at_any_write_loses_nothing(crash_at):
     ironic = FakeIronic({UEFI, "CUSTOM_HAND"}, recorded={UEFI}, crash_at=crash_at)
-    step = NodeTraits(ironic, caps.DEFAULT_RULES)
+    step = NodeTraits(ironic, DEFAULT_RULES)
     with pytest.raises(Crash):
         step.apply(ironic.record("boot_mode:bios"))
     ironic.crash_at = None
     step.apply(ironic.record("boot_mode:bios"))
     assert ironic.traits == {BIOS, "CUSTOM_HAND"}
-    assert ironic.extra[caps.RECORD_KEY] == [BIOS]
+    assert ironic.extra[RECORD_KEY] == [BIOS]
     # And back: our trait goes, the hand-set one stays.
     step.apply(ironic.record("boot_mode:uefi"))
     assert ironic.traits == {UEFI, "CUSTOM_HAND"}
