@@ -36,6 +36,7 @@ from tools.localstack.process import Service
 from tools.localstack.process import exit_on_sigterm
 from tools.localstack.process import free_port
 from tools.localstack.process import log
+from tools.localstack.process import port_open
 from tools.localstack.process import terminate
 from tools.localstack.process import wait_until
 from tools.localstack.stack import KNOBS
@@ -46,4 +47,4 @@ from tools.localstack.stack import install
 
 __all__ = ["ADMIN_PASSWORD", "IDENTITIES", "KNOBS", "PRODUCTION", "PROFILES", "REGION",
            "STACK_VENV", "TOKEN_EXPIRATION", "LocalStack", "Service", "exit_on_sigterm",
-           "free_port", "install", "log", "terminate", "wait_until"]
+           "free_port", "install", "log", "port_open", "terminate", "wait_until"]
