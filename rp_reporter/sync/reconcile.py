@@ -32,9 +32,8 @@ from rp_reporter.sync.provider import Result
 LOG = logging.getLogger(__name__)
 
 # Re-reads of the rolling re-verification at once.  Few on purpose: they only need
-# to end before Ironic's listing does (312 at 10,000 nodes take 1.6 s two at a
-# time; the listing about 4 s), and more at once take CPU from Ironic serving it
-# (8 at once, at 10,000 nodes: a warm no-change pass 1% slower, a new process's 8%).
+# to end before Ironic's listing does, and more at once take CPU from Ironic
+# serving that listing.
 REVERIFY_READERS = 2
 # Above this many unexplained providers, one unscoped uuid-only Ironic listing
 # is cheaper than a direct read each.
@@ -154,8 +153,8 @@ class Reconciler:
         """Both bulk listings -> (desired for owned nodes, listed providers, the verdict
         on providers whose nodes are absent).
 
-        Ironic's records are turned into desired state page by page and dropped:
-        at 100,000 nodes the records alone would be over 100 MB.
+        Ironic's records are turned into desired state page by page and dropped,
+        never held whole (at a large fleet they would outweigh everything else).
         """
         in_ironic = set()
 
