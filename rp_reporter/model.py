@@ -142,7 +142,7 @@ def _uuid(value, field):
     try:
         # Interned: the node's uuid is held by its desired state, the observation
         # cache, the listings of every pass; one string each, not one per holder
-        # (about 8 MB per copy at 100,000 nodes).
+        # (each copy costs memory in proportion to the fleet).
         return sys.intern(str(uuidlib.UUID(str(value))))
     except (TypeError, ValueError, AttributeError):
         raise InvalidNode(f"{field} {str(value)[:64]!r} is not a UUID") from None

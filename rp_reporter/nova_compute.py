@@ -18,7 +18,7 @@ double-claims or orphans a node.  It overrides:
   nova's own answers (``_node_resources_unavailable``,
   ``_node_resources_used``, ``_node_resource``) and nova's
   ``[workarounds] skip_reserve_in_use_ironic_nodes``.  Its deliberate
-  differences from nova are listed in the README and in
+  differences from nova are listed in doc/operator-guide.md and in
   tests/nova/deliberate_differences.txt;
 * ``_refresh_hash_ring``, only with ``peers_from = coordination``: the ring is
   rp_reporter's, over the agents' group (or ``[ring] peer_list``); nova's

@@ -2,9 +2,9 @@
 
 The ring is tooz's (a pure data structure; the coordination backends live in
 membership.py).  Partitions per member and the hash are options; sha256 by
-default so it runs under FIPS.  1024 partitions per member was chosen by
-measurement (tools/bench/ring.py): 32 gave max/mean load 1.13-1.18 at 10,000
-nodes; 1024 keeps it near 1.05 with node movement close to the ideal 1/M.
+default so it runs under FIPS.  1024 partitions per member by default: more
+partitions even out the load between members and keep the nodes a membership
+change moves close to the ideal 1/M (``tox -e bench -- ring`` prints both).
 
 In the standalone agent a provider is keyed by node, not by agent, so
 ownership is the ring's alone: any owner writes the same provider, and a

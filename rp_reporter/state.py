@@ -61,8 +61,7 @@ class StateFile:
             os.makedirs(directory, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=directory, prefix=".state-")
             with os.fdopen(fd, "w") as f:
-                # dumps, not dump: only the one-shot encoder is the C one (several
-                # times faster on 100,000 entries).
+                # dumps, not dump: only the one-shot encoder is the C one.
                 f.write(json.dumps({"format": FORMAT, "identity": self.identity,
                                     "values": values}))
                 f.flush()

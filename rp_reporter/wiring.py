@@ -12,6 +12,7 @@ from rp_reporter import conf as rp_conf
 from rp_reporter import ring as rp_ring
 from rp_reporter import state as rp_state
 from rp_reporter.sync import ironic as ironic_sync
+from rp_reporter.sync import node as node_sync
 from rp_reporter.sync import placement as placement_sync
 from rp_reporter.sync import provider
 from rp_reporter.sync import reconcile
@@ -65,14 +66,16 @@ def state(conf):
 
 
 def reconciler(conf, owns=None):
+    """The reconcile pass over the one per-node sync, with its saved observations."""
     syncer = provider.ProviderSync(placement_client(conf),
                                    conflict_retries=conf.reconcile.conflict_retries,
                                    reverify_passes=conf.reconcile.reverify_passes)
-    result = reconcile.Reconciler(ironic_client(conf), syncer, workers=conf.reconcile.workers,
-                                  owns=owns, bulk_batch=conf.reconcile.bulk_batch,
-                                  state=state(conf), absent_for=conf.reconcile.interval,
-                                  max_deletion_share=conf.reconcile.max_deletion_share,
-                                  skip_reserve_in_use=conf.reconcile.skip_reserve_in_use)
+    nodes = node_sync.NodeSync(ironic_client(conf), syncer, workers=conf.reconcile.workers,
+                               skip_reserve_in_use=conf.reconcile.skip_reserve_in_use)
+    result = reconcile.Reconciler(nodes, workers=conf.reconcile.workers, owns=owns,
+                                  bulk_batch=conf.reconcile.bulk_batch, state=state(conf),
+                                  absent_for=conf.reconcile.interval,
+                                  max_deletion_share=conf.reconcile.max_deletion_share)
     result.restore_observations()
     return result
 

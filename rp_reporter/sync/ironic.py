@@ -41,9 +41,8 @@ RESOURCE_CLASS_MAX = 80
 
 
 def _record(node, fields=NODE_FIELDS):
-    # The node's own parsed JSON, not to_dict(): that deep-copies every node
-    # (about 1 s of CPU per 10,000 nodes, each pass) for a Node object that is
-    # dropped the moment its fields are taken.
+    # The node's own parsed JSON, not to_dict(): that deep-copies every node,
+    # on every pass, for a Node object dropped the moment its fields are taken.
     data = node._info
     return {field: data.get(field) for field in fields}
 

@@ -161,7 +161,8 @@ class PlacementClient:
 
     def _read_listing(self, url):
         """Placement does not page this listing, so it is parsed as it arrives, one
-        provider at a time: parsed whole, 100,000 providers take about 280 MB."""
+        provider at a time: parsed whole, a large fleet's listing would be held in
+        memory several times over."""
         resp = self._request_once("GET", url, (200,), None, MICROVERSION, stream=True)
         listed = {}
         found = ijson.sendable_list()

@@ -8,12 +8,10 @@ costs those two listings and writes nothing.  Deletion is decided by
 ``absence.judge``: never on one listing, never on a listing that may be
 partial, never for a mass disappearance unless the operator allows it.
 
-With ``node_traits`` set (``[traits] rules_file``), the listing also carries
-each node's properties and extra, and a node whose derived traits (from its
-capabilities and other properties) differ from what Ironic holds has them
-written to Ironic before its desired provider is built, so the provider gets
-them in the same pass.  Deciding that is pure: a node already in step costs
-no Ironic request.
+Each record becomes a desired provider through the one per-node step
+(``sync/node.py``), derived traits included.  Nodes with no provider yet (a
+first start on a fleet) are created in bulk, their inventories a batch per
+POST /reshaper (``create_in_bulk``).
 """
 
 import collections
@@ -24,12 +22,8 @@ import sys
 import time
 
 from rp_reporter import errors
-from rp_reporter import model
-from rp_reporter import problems as rp_problems
 from rp_reporter import state as rp_state
-from rp_reporter.outage import Outage
 from rp_reporter.sync import absence
-from rp_reporter.sync import ironic as ironic_sync
 from rp_reporter.sync import provider
 from rp_reporter.sync.provider import NOT_LISTED
 from rp_reporter.sync.provider import Outcome
@@ -38,9 +32,8 @@ from rp_reporter.sync.provider import Result
 LOG = logging.getLogger(__name__)
 
 # Re-reads of the rolling re-verification at once.  Few on purpose: they only need
-# to end before Ironic's listing does (312 at 10,000 nodes take 1.6 s two at a
-# time; the listing about 4 s), and more at once take CPU from Ironic serving it
-# (8 at once, at 10,000 nodes: a warm no-change pass 1% slower, a new process's 8%).
+# to end before Ironic's listing does, and more at once take CPU from Ironic
+# serving that listing.
 REVERIFY_READERS = 2
 # Above this many unexplained providers, one unscoped uuid-only Ironic listing
 # is cheaper than a direct read each.
@@ -97,10 +90,10 @@ class Drift:
 class Reconciler:
     """Runs one reconcile pass over the nodes this reporter owns."""
 
-    def __init__(self, ironic, syncer, workers=8, owns=None, bulk_batch=0, state=None,
-                 absent_for=600.0, max_deletion_share=0.02, skip_reserve_in_use=False):
-        self.ironic = ironic
-        self.syncer = syncer
+    def __init__(self, nodes, workers=8, owns=None, bulk_batch=0, state=None,
+                 absent_for=600.0, max_deletion_share=0.02):
+        self.nodes = nodes  # node.NodeSync: the one per-node step
+        self.ironic, self.syncer = nodes.ironic, nodes.syncer
         self.workers = workers
         self.bulk_batch = bulk_batch
         # Absences seen by earlier passes (a one-shot CLI run needs a state file).
@@ -109,149 +102,12 @@ class Reconciler:
         self.max_deletion_share = max_deletion_share
         # Ring ownership plugs in here; alone, a reporter owns every node.
         self.owns = owns or (lambda uuid: True)
-        self.problems = rp_problems.ProblemLog(LOG)  # each node's problems, logged once
-        # nova's [workarounds] skip_reserve_in_use_ironic_nodes, for the model.
-        self.skip_reserve_in_use = skip_reserve_in_use
         # Managed providers whose nodes exist outside this reporter's scope
         # (another shard or conductor group): not ours to delete, not re-checked.
         self._foreign = set()
-        # capability_traits.NodeTraits when [traits] rules_file is set (the agent sets
-        # it, and swaps it on a reload); None: no derived traits, no extra fields listed.
-        self.node_traits = None
         # Nodes whose derived traits could not be written in the last pass (the agent
         # hands them to its work queue, which retries with backoff).
         self.trait_failures = {}
-        # Nodes another sync has in hand (the agent's work queue): it writes their
-        # derived traits from a fresher read than this pass's listing.
-        self.busy = lambda uuid: False
-        # Writing derived traits to Ironic: one line when it fails and one when it is
-        # back, however many nodes fail between (a reader-only [ironic] user, say).
-        self.trait_writes = Outage("Ironic derived-trait writes")
-
-    @property
-    def extra_fields(self):
-        """The node fields to list and read beyond the model's: none without rules."""
-        return ironic_sync.TRAIT_FIELDS if self.node_traits is not None else ()
-
-    def plan_traits(self, record):
-        """The derived-trait changes Ironic needs for this node record (pure), or None
-        when there are none or the record cannot be read (logged once)."""
-        node_traits = self.node_traits
-        if node_traits is None:
-            return None
-        try:
-            changes = node_traits.plan(record)
-            problems = node_traits.problems(record)
-        except Exception as e:  # odd properties cost that node's derived traits only
-            self.problems.note(record.get("uuid"), f"derived traits not computed: {e}",
-                               kind="derived traits not computed")
-            return None
-        if problems:  # one line per node and distinct problems, however many passes
-            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-            self.problems.note(record.get("uuid"), "derived traits: skipped "
-                               + "; ".join(problems[:3]) + more)
-        return changes if changes.changed else None
-
-    def with_derived_traits(self, record, node, dry_run=False):
-        """``node`` as Ironic holds it once its derived traits are in step: they are
-        written to Ironic here (``NodeTraits.apply``) unless ``dry_run``.  Ironic's
-        errors propagate (the caller retries); a node already in step costs nothing."""
-        changes = self.plan_traits(record)
-        if changes is None:
-            return node
-        if not dry_run:
-            try:
-                changes = self.node_traits.apply(record)
-            except errors.ServiceError as e:
-                if e.kind == errors.DENIED:
-                    e = errors.ServiceError(
-                        "ironic", e.kind, f"{e}; writing derived traits ([traits] "
-                        f"rules_file) needs a system-scoped member role for the [ironic] "
-                        f"user, as resource-class set does")
-                if e.kind in (errors.UNAVAILABLE, errors.DENIED, errors.MISCONFIGURED):
-                    self.trait_writes.failed(e)  # the service's, not this node's
-                else:  # this node's write refused (a trait too many, say)
-                    self.problems.note(node.uuid, f"derived traits not written to Ironic: {e}",
-                                       kind="derived traits not written")
-                raise e from None
-            self.trait_writes.ok()
-            if changes.add or changes.remove:
-                LOG.info("node %s: traits derived from its properties written to Ironic "
-                         "(missing there: %s; derived earlier, no longer: %s)",
-                         node.uuid, _names(changes.add), _names(changes.remove))
-        return dataclasses.replace(node, traits=(node.traits - changes.remove) | changes.add)
-
-    def _write_traits(self, record, node):
-        """with_derived_traits() in the pass's pool: a failure costs that node's derived
-        traits this pass (the node is synced as Ironic holds it), never the pass."""
-        try:
-            return self.with_derived_traits(record, node)
-        except errors.ServiceError as e:  # logged once by trait_writes
-            if e.retryable:  # an outage: the agent's queue retries it with backoff
-                self.trait_failures[node.uuid] = f"derived traits not written to Ironic: {e}"
-            return node
-        except Exception as e:  # noqa: BLE001 - one node's failure costs that node
-            LOG.warning("node %s: derived traits not written to Ironic: %s; retried",
-                        node.uuid, e)
-            self.trait_failures[node.uuid] = f"derived traits not written to Ironic: {e}"
-            return node
-
-    def _refused(self):
-        """Ironic refuses derived-trait writes (permission or configuration): a pass
-        then tries one node, not every node, until a write succeeds again."""
-        error = self.trait_writes.error
-        return error is not None and getattr(error, "kind", None) in (errors.DENIED,
-                                                                       errors.MISCONFIGURED)
-
-    def desired(self, node):
-        """model.desired() with this reporter's options; refused node traits logged once."""
-        desired = model.desired(node, skip_reserve_in_use=self.skip_reserve_in_use)
-        if desired.refusal:
-            self.problems.note(desired.uuid, desired.refusal)
-        return desired
-
-    def _note_skipped(self, uuid, reason):
-        self.problems.note(uuid, f"skipped: {reason}")
-
-    def _desired(self, records, summary, keep_views, dry_run=False):
-        desired, writes = [], []
-        self.trait_failures = {}
-        pool = None
-        probe_only = self._refused()
-        try:
-            for record in records:
-                try:
-                    node = model.node_from_api(record)
-                except model.InvalidNode as e:
-                    uuid = str(record.get("uuid") if isinstance(record, dict) else record)[:64]
-                    self._note_skipped(uuid, str(e))
-                    summary.add(Result(uuid, Outcome.SKIPPED,
-                                       reason=f"invalid node record: {e}"))
-                    continue
-                if not self.owns(node.uuid):
-                    continue
-                if (self.node_traits is not None and not self.busy(node.uuid)
-                        and self.plan_traits(record) is not None
-                        and not (probe_only and writes)):
-                    if dry_run:
-                        node = self.with_derived_traits(record, node, dry_run=True)
-                    else:  # Ironic writes, in parallel; the listing goes on
-                        pool = pool or concurrent.futures.ThreadPoolExecutor(self.workers)
-                        writes.append(pool.submit(self._write_traits, record, node))
-                        continue
-                if keep_views:
-                    summary.node_views.append(node)
-                desired.append(self.desired(node))
-            for write in writes:
-                node = write.result()
-                if keep_views:
-                    summary.node_views.append(node)
-                desired.append(self.desired(node))
-        finally:
-            if pool is not None:
-                pool.shutdown(wait=True)
-        summary.failures.update(self.trait_failures)
-        return desired
 
     def _sync_one(self, desired, listed_generation, dry_run):
         try:
@@ -263,7 +119,7 @@ class Reconciler:
 
     def _noted(self, result):
         if result.reason and result.outcome is Outcome.SKIPPED:
-            self._note_skipped(result.uuid, result.reason)
+            self.nodes.note_skipped(result.uuid, result.reason)
         return result
 
     def _absent(self, listed, in_ironic):
@@ -297,8 +153,8 @@ class Reconciler:
         """Both bulk listings -> (desired for owned nodes, listed providers, the verdict
         on providers whose nodes are absent).
 
-        Ironic's records are turned into desired state page by page and dropped:
-        at 100,000 nodes the records alone would be over 100 MB.
+        Ironic's records are turned into desired state page by page and dropped,
+        never held whole (at a large fleet they would outweigh everything else).
         """
         in_ironic = set()
 
@@ -309,7 +165,7 @@ class Reconciler:
                 yield record
 
         self.syncer.start_pass()
-        self.problems.start_pass()
+        self.nodes.problems.start_pass()
         # Placement's listing and the re-reads of the re-verification due this pass
         # run beside Ironic's listing: the pass costs the longer of the two
         # listings, not their sum, and the re-verification no time of its own.
@@ -318,8 +174,12 @@ class Reconciler:
             providers = pool.submit(self.syncer.placement.list_providers)
             for uuid in self.syncer.due():
                 pool.submit(self.syncer.reverify, uuid)
-            records = self.ironic.iter_nodes(self.extra_fields)
-            desired = self._desired(noting_uuids(records), summary, keep_views, dry_run)
+            records = self.ironic.iter_nodes(self.nodes.extra_fields)
+            desired, self.trait_failures = self.nodes.desired_from_records(
+                noting_uuids(records), self.owns,
+                lambda uuid, why: summary.add(Result(uuid, Outcome.SKIPPED, reason=why)),
+                summary.node_views if keep_views else None, dry_run)
+            summary.failures.update(self.trait_failures)
             listed = providers.result()
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)  # the pass fails now, not later
@@ -344,7 +204,7 @@ class Reconciler:
         _, new, rest = self._partition(desired, listed, dry_run=False)
         for d in desired:
             if d.problem:
-                self._note_skipped(d.uuid, d.problem)
+                self.nodes.note_skipped(d.uuid, d.problem)
         skipped = sum(1 for d in desired if d.problem) + summary.outcomes[Outcome.SKIPPED]
         keys = [d.uuid for d in rest]
         # A node whose derived traits could not be written: the queue retries it.
@@ -352,9 +212,49 @@ class Reconciler:
         new = [d for d in new if d.uuid not in retry]
         keys += sorted(retry)
         changed = sum(1 for u in keys if u not in self.syncer.reverifying)
-        self.problems.end_pass()
+        self.nodes.problems.end_pass()
         return Drift(keys=keys, new=new, nodes=len(desired),
                      skipped=skipped, verdict=verdict, changed=changed)
+
+    def create_in_bulk(self, new, enqueue, should_stop):
+        """Providers Placement does not have yet (a first start on a fleet), their
+        inventories a batch per request; yields a Result for each one created.
+
+        Whatever leaves the bulk path goes to ``enqueue(uuids)`` (the per-node sync),
+        as does what is left when ``should_stop()`` says so (stopping, fenced) or a
+        service fails, so nothing is lost; a ServiceError is raised after that.
+        ``new`` is used up chunk by chunk, so its desired providers are freed as the
+        cache fills instead of being held beside it to the end.
+        """
+        total, created = len(new), 0
+        LOG.info("reconcile: %d nodes have no provider, creating in bulk", total)
+        # A few batches per chunk, so their POST /reshaper requests overlap.
+        chunk_size = self.bulk_batch * provider.RESHAPERS
+
+        def one_by_one(desired):  # the bulk path's fallback: that node, queued
+            enqueue([desired.uuid])
+
+        with concurrent.futures.ThreadPoolExecutor(self.workers) as pool:
+            while new:
+                if should_stop():
+                    enqueue(d.uuid for d in new)
+                    break
+                chunk = new[-chunk_size:]
+                del new[-chunk_size:]
+                # A node another sync has (its notification came first) is left to
+                # it: both would write, and one would meet a conflict.
+                chunk = [d for d in chunk if self.owns(d.uuid) and not self.nodes.busy(d.uuid)]
+                try:
+                    results = list(self.syncer.create_many(chunk, pool, self.bulk_batch,
+                                                           one_by_one))
+                except (errors.ServiceError, errors.Fenced):
+                    enqueue(d.uuid for d in chunk + new)
+                    raise
+                for result in filter(None, results):
+                    created += 1
+                    yield result
+        LOG.info("reconcile: %d of %d providers created in bulk; the rest go through the "
+                 "work queue", created, total)
 
     def restore_observations(self):
         """Start from the observations an earlier process saved (if any)."""
@@ -438,12 +338,9 @@ class Reconciler:
                 record(future.result())
         if not dry_run:
             self.save_observations()
-        self.problems.end_pass()
+        self.nodes.problems.end_pass()
         summary.requests = dict(collections.Counter(self.syncer.placement.requests)
                                 - requests_before)
         summary.seconds = time.monotonic() - started
         return summary
 
-
-def _names(traits):
-    return ", ".join(sorted(traits)) or "none"

@@ -29,10 +29,11 @@ def agent(tmp_path):
                     "[placement]\nauth_type = none\nendpoint_override = http://127.0.0.1:9\n"
                     f"[coordination]\nheartbeat = {HEARTBEAT}\n")
     agent = rp_agent.Agent(rp_conf.load(["--config-file", str(path)]))
-    agent.membership = Membership()
+    agent.ownership.membership = agent.membership = Membership()
     agent.synced = []
     agent.queue = work_queue.WorkQueue(agent.synced.append, workers=1).start()
-    watcher = threading.Thread(target=agent.watch_fencing, daemon=True)
+    watcher = threading.Thread(target=agent.ownership.watch_fencing, daemon=True,
+                               args=(agent.stopping, agent.queue.pause, agent.wake.set))
     watcher.start()
     yield agent
     agent.stopping.set()
@@ -80,15 +81,16 @@ def test_a_renewal_after_the_deadline_counts_a_lapse(tmp_path):
 
 def test_a_node_changed_while_another_agent_owned_it_goes_first_after_a_takeover(agent):
     agent.conf.set_override("host", "me")
-    agent.ring = agent._ring({"me", "dead"})
-    theirs = next(f"node-{i}" for i in range(100) if agent.ring.owner(f"node-{i}") == "dead")
-    mine = next(f"node-{i}" for i in range(100) if agent.ring.owner(f"node-{i}") == "me")
+    ownership = agent.ownership
+    ownership.ring = ownership.ring_of({"me", "dead"})
+    theirs = next(f"node-{i}" for i in range(100) if ownership.ring.owner(f"node-{i}") == "dead")
+    mine = next(f"node-{i}" for i in range(100) if ownership.ring.owner(f"node-{i}") == "me")
     agent.on_notification(theirs, "baremetal.node.update.end", None)  # not ours: dropped
     assert agent.synced == []
     agent.queue.pause(True)
     agent.queue.add(mine)  # a resync's key, queued before the takeover
-    agent.ring = agent._ring({"me"})  # "dead" left the group
-    agent.take_over_recent_events()
+    ownership.ring = ownership.ring_of({"me"})  # "dead" left the group
+    agent.on_members_changed(ownership.take_over_recent_events())
     agent.queue.pause(False)
     wait_until(lambda: len(agent.synced) == 2, 3, "both synced")
     assert agent.synced == [theirs, mine]  # the recently changed node first

@@ -1,4 +1,9 @@
-"""The agent's long-lived threads, started again when one dies.
+"""What ``/healthz`` answers, and the agent's long-lived threads kept alive.
+
+``Health.healthy()`` is the one answer, in words, that ``/healthz`` serves and
+the ``rp_reporter_healthy`` gauge exports: starting, fenced (or not a member
+yet), a dependency down or refusing, a thread that died, the deletion guard
+refusing, or ok.
 
 A thread that ends while the agent runs is a bug or an unforeseen failure;
 either way the agent must not go on half-alive (renewals stopped, a worker
@@ -15,9 +20,46 @@ import time
 LOG = logging.getLogger(__name__)
 
 
+class Health:
+    def __init__(self, metrics, ownership, deps, trait_writes, threads):
+        self.ownership = ownership
+        self.deps = deps  # {section: Outage}
+        self.trait_writes = trait_writes  # Outage of the derived-trait writes
+        self.threads = threads  # Supervisor
+        self.ready = threading.Event()  # listener bound: events from now on are seen
+        self.stopping = threads.stopping
+        self.deletion_refused = None  # the deletion guard's line while it refuses
+        metrics.healthy.set_function(lambda: float(self.healthy()[0]))
+        metrics.fenced.set_function(lambda: float(bool(ownership.fenced)))
+        for section, dep in deps.items():
+            metrics.dependency_up.labels(section).set_function(
+                lambda dep=dep: float(dep.down_since is None))
+
+    def healthy(self):
+        """(True, "ok") or (False, why), for /healthz."""
+        if self.stopping.is_set():
+            return False, "stopping"
+        if not self.ready.is_set():
+            return False, "starting"
+        if self.ownership.fenced:
+            down = self.ownership.not_a_member_yet()
+            if down is not None:
+                return False, f"not a member yet: coordination backend: {down}"
+            return False, "fenced: membership not renewed"
+        thread_problem = self.threads.problem()
+        if thread_problem:
+            return False, thread_problem
+        for dep in (*self.deps.values(), self.trait_writes):
+            if dep.down_since is not None:
+                return False, f"{dep.name}: {dep.error}"
+        if self.deletion_refused:
+            return False, f"deletion refused: {self.deletion_refused}"
+        return True, "ok"
+
+
 class Supervisor:
     def __init__(self, stopping):
-        self._stopping = stopping  # threading.Event: threads end on purpose once set
+        self.stopping = stopping  # threading.Event: threads end on purpose once set
         self._targets = {}  # name -> callable
         self._threads = {}  # name -> Thread
         self._why = {}  # name -> why its last thread ended
@@ -40,7 +82,7 @@ class Supervisor:
                 self._why[name] = f"{type(e).__name__}: {e}"
                 LOG.exception("thread %s died", name)
                 raise
-            if not self._stopping.is_set():
+            if not self.stopping.is_set():
                 self._why[name] = "returned while the agent runs"
 
         thread = self._threads[name] = threading.Thread(target=run, name=name, daemon=True)
@@ -55,7 +97,7 @@ class Supervisor:
         """Start every dead thread again; ``extra``: [(name, why)] that others (the
         work queue) already started again.  Returns what died since the last check."""
         died = list(extra)
-        if self._stopping.is_set():
+        if self.stopping.is_set():
             return died
         with self._lock:
             for name, thread in self._threads.items():

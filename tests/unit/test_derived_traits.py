@@ -1,4 +1,4 @@
-"""The agent's and the reconcile pass's part in derived traits ([traits] rules_file):
+"""Derived traits in the per-node sync (sync/node.py) and the agent ([traits] rules_file):
 what is written to Ironic, when nothing is, and what the provider then carries.
 NodeTraits is faked here (its own tests are tests/unit/test_capability_traits.py)."""
 
@@ -11,8 +11,8 @@ import pytest
 from rp_reporter import agent as rp_agent
 from rp_reporter import conf as rp_conf
 from rp_reporter import errors
+from rp_reporter.sync import node as node_sync
 from rp_reporter.sync import provider
-from rp_reporter.sync import reconcile
 
 UUIDS = [f"1be26c0b-03f2-4d2e-ae87-c02d7f33c12{i}" for i in range(4)]
 
@@ -66,29 +66,34 @@ def record(uuid, cap=None, traits=(), derived=()):
             "extra": {"derived": list(derived)}}
 
 
-def desired_by_uuid(reconciler, records, dry_run=False):
-    summary = reconcile.Summary()
-    return {d.uuid: d for d in reconciler._desired(iter(records), summary, False, dry_run)}
+def desired_from(nodes, records, dry_run=False):
+    """(desired providers of these records, {uuid: why} of failed derived-trait writes)."""
+    return nodes.desired_from_records(iter(records), lambda uuid: True,
+                                      lambda uuid, why: None, dry_run=dry_run)
+
+
+def desired_by_uuid(nodes, records, dry_run=False):
+    return {d.uuid: d for d in desired_from(nodes, records, dry_run)[0]}
 
 
 def test_without_rules_nothing_is_planned_and_no_field_is_added():
-    reconciler = reconcile.Reconciler(None, None)
-    assert reconciler.extra_fields == ()
-    desired = desired_by_uuid(reconciler, [record(UUIDS[0], cap="UEFI")])
+    nodes = node_sync.NodeSync(None, None)
+    assert nodes.extra_fields == ()
+    desired = desired_by_uuid(nodes, [record(UUIDS[0], cap="UEFI")])
     assert desired[UUIDS[0]].traits == frozenset()
 
 
 def test_only_nodes_out_of_step_are_written_and_their_provider_gets_the_traits(caplog):
-    reconciler = reconcile.Reconciler(None, None)
-    reconciler.node_traits = fake = FakeNodeTraits()
-    assert reconciler.extra_fields == ("properties", "extra")
+    nodes = node_sync.NodeSync(None, None)
+    nodes.node_traits = fake = FakeNodeTraits()
+    assert nodes.extra_fields == ("properties", "extra")
     records = [record(UUIDS[0], cap="UEFI"),  # new: written
                record(UUIDS[1], cap="UEFI", traits=["CUSTOM_CAP_UEFI"]),  # in step
                record(UUIDS[2]),  # nothing derived
                record(UUIDS[3], cap="BIOS", traits=["CUSTOM_CAP_UEFI", "CUSTOM_HAND"],
                       derived=["CUSTOM_CAP_UEFI"])]  # changed: one out, one in
-    with caplog.at_level(logging.INFO, logger=reconcile.__name__):
-        desired = desired_by_uuid(reconciler, records)
+    with caplog.at_level(logging.INFO, logger=node_sync.__name__):
+        desired = desired_by_uuid(nodes, records)
     assert sorted(fake.applied) == [UUIDS[0], UUIDS[3]]
     assert desired[UUIDS[0]].traits == {"CUSTOM_CAP_UEFI"}
     assert desired[UUIDS[1]].traits == {"CUSTOM_CAP_UEFI"}
@@ -100,34 +105,33 @@ def test_only_nodes_out_of_step_are_written_and_their_provider_gets_the_traits(c
 
 
 def test_a_dry_run_writes_nothing_but_plans_the_provider():
-    reconciler = reconcile.Reconciler(None, None)
-    reconciler.node_traits = fake = FakeNodeTraits()
-    desired = desired_by_uuid(reconciler, [record(UUIDS[0], cap="UEFI")], dry_run=True)
+    nodes = node_sync.NodeSync(None, None)
+    nodes.node_traits = fake = FakeNodeTraits()
+    desired = desired_by_uuid(nodes, [record(UUIDS[0], cap="UEFI")], dry_run=True)
     assert fake.applied == [] and desired[UUIDS[0]].traits == {"CUSTOM_CAP_UEFI"}
 
 
 def test_a_failed_write_costs_that_node_this_pass_and_is_retried(caplog):
-    reconciler = reconcile.Reconciler(None, None)
-    reconciler.node_traits = FakeNodeTraits(fail={UUIDS[0]})
-    summary = reconcile.Summary()
-    with caplog.at_level(logging.WARNING, logger=reconcile.__name__):
-        desired = reconciler._desired(iter([record(UUIDS[0], cap="UEFI"),
-                                            record(UUIDS[1], cap="UEFI")]), summary, False)
+    nodes = node_sync.NodeSync(None, None)
+    nodes.node_traits = FakeNodeTraits(fail={UUIDS[0]})
+    with caplog.at_level(logging.WARNING, logger=node_sync.__name__):
+        desired, failures = desired_from(nodes, [record(UUIDS[0], cap="UEFI"),
+                                                 record(UUIDS[1], cap="UEFI")])
     by_uuid = {d.uuid: d for d in desired}
     assert by_uuid[UUIDS[0]].traits == frozenset()  # as Ironic holds it
     assert by_uuid[UUIDS[1]].traits == {"CUSTOM_CAP_UEFI"}
-    assert set(reconciler.trait_failures) == {UUIDS[0]} and UUIDS[0] in summary.failures
+    assert set(failures) == {UUIDS[0]}
     assert [r.getMessage() for r in caplog.records if "derived-trait" in r.getMessage()][0] \
         == ("Ironic derived-trait writes unavailable, retrying until it returns: [ironic] "
             "Ironic: unavailable")
 
 
 def test_odd_properties_cost_that_node_only_and_are_logged_once(caplog):
-    reconciler = reconcile.Reconciler(None, None)
-    reconciler.node_traits = FakeNodeTraits()
-    with caplog.at_level(logging.WARNING, logger=reconcile.__name__):
+    nodes = node_sync.NodeSync(None, None)
+    nodes.node_traits = FakeNodeTraits()
+    with caplog.at_level(logging.WARNING, logger=node_sync.__name__):
         for _ in range(3):
-            desired = desired_by_uuid(reconciler, [record(UUIDS[0], cap="boom"),
+            desired = desired_by_uuid(nodes, [record(UUIDS[0], cap="boom"),
                                                    record(UUIDS[1], cap="UEFI")])
     assert desired[UUIDS[0]].traits == frozenset()
     assert desired[UUIDS[1]].traits == {"CUSTOM_CAP_UEFI"}
@@ -162,67 +166,67 @@ def agent(tmp_path):
     path.write_text("[ironic]\nauth_type = none\nendpoint_override = http://127.0.0.1:9\n"
                     "[placement]\nauth_type = none\nendpoint_override = http://127.0.0.1:9\n")
     agent = rp_agent.Agent(rp_conf.load(["--config-file", str(path)]))
-    agent.syncer = FakeSyncer()
+    agent.nodes.syncer = FakeSyncer()
     return agent
 
 
 def test_the_fast_path_writes_ironic_then_gives_the_provider_the_traits(agent):
-    agent.ironic = FakeIronic([record(UUIDS[0], cap="UEFI", traits=["CUSTOM_HAND"])])
-    agent.reconciler.node_traits = fake = FakeNodeTraits()
+    agent.nodes.ironic = FakeIronic([record(UUIDS[0], cap="UEFI", traits=["CUSTOM_HAND"])])
+    agent.nodes.node_traits = fake = FakeNodeTraits()
     assert agent.sync_node(UUIDS[0]) is True
-    assert agent.ironic.reads == [("properties", "extra")]
+    assert agent.nodes.ironic.reads == [("properties", "extra")]
     assert fake.applied == [UUIDS[0]]
-    assert agent.syncer.synced[0].traits == {"CUSTOM_CAP_UEFI", "CUSTOM_HAND"}
+    assert agent.nodes.syncer.synced[0].traits == {"CUSTOM_CAP_UEFI", "CUSTOM_HAND"}
 
 
 def test_the_fast_path_without_rules_reads_only_the_models_fields(agent):
-    agent.ironic = FakeIronic([record(UUIDS[0], cap="UEFI")])
+    agent.nodes.ironic = FakeIronic([record(UUIDS[0], cap="UEFI")])
     assert agent.sync_node(UUIDS[0]) is True
-    assert agent.ironic.reads == [()]
-    assert agent.syncer.synced[0].traits == frozenset()
+    assert agent.nodes.ironic.reads == [()]
+    assert agent.nodes.syncer.synced[0].traits == frozenset()
 
 
 def test_the_fast_path_retries_when_ironic_is_down_for_the_write(agent):
-    agent.ironic = FakeIronic([record(UUIDS[0], cap="UEFI", traits=["CUSTOM_HAND"])])
-    agent.reconciler.node_traits = FakeNodeTraits(fail={UUIDS[0]})
+    agent.nodes.ironic = FakeIronic([record(UUIDS[0], cap="UEFI", traits=["CUSTOM_HAND"])])
+    agent.nodes.node_traits = FakeNodeTraits(fail={UUIDS[0]})
     assert agent.sync_node(UUIDS[0]) is False  # an outage: the queue retries with backoff
     # Placement still gets the node as Ironic holds it, never a trait Ironic lacks.
-    assert [d.traits for d in agent.syncer.synced] == [{"CUSTOM_HAND"}]
+    assert [d.traits for d in agent.nodes.syncer.synced] == [{"CUSTOM_HAND"}]
 
 
 def test_a_write_ironic_refuses_for_one_node_is_said_once_for_that_node(caplog):
-    reconciler = reconcile.Reconciler(None, None)
-    reconciler.node_traits = FakeNodeTraits(fail={UUIDS[0]}, kind=errors.FAILED)
+    nodes = node_sync.NodeSync(None, None)
+    nodes.node_traits = FakeNodeTraits(fail={UUIDS[0]}, kind=errors.FAILED)
     with caplog.at_level(logging.WARNING):
         for _ in range(3):
-            desired = desired_by_uuid(reconciler, [record(UUIDS[0], cap="UEFI"),
+            desired = desired_by_uuid(nodes, [record(UUIDS[0], cap="UEFI"),
                                                    record(UUIDS[1], cap="UEFI")])
     assert desired[UUIDS[1]].traits == {"CUSTOM_CAP_UEFI"}
     assert [r.getMessage() for r in caplog.records] == [
         f"node {UUIDS[0]}: derived traits not written to Ironic: [ironic] Ironic: failed"]
-    assert reconciler.trait_writes.down_since is None
+    assert nodes.trait_writes.down_since is None
 
 
 def test_a_refused_trait_write_is_said_once_and_placement_still_follows(agent, caplog):
-    agent.ready.set()
-    agent.ironic = FakeIronic([record(u, cap="UEFI") for u in UUIDS])
-    agent.reconciler.node_traits = FakeNodeTraits(fail={"*"}, kind=errors.DENIED)
+    agent.health.ready.set()
+    agent.nodes.ironic = FakeIronic([record(u, cap="UEFI") for u in UUIDS])
+    agent.nodes.node_traits = FakeNodeTraits(fail={"*"}, kind=errors.DENIED)
     with caplog.at_level(logging.ERROR):
         assert all(agent.sync_node(u) is True for u in UUIDS)  # no retry fixes a refusal
-    assert len(agent.syncer.synced) == len(UUIDS)
+    assert len(agent.nodes.syncer.synced) == len(UUIDS)
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 1 and "system-scoped member" in lines[0], lines
     ok, reason = agent.healthy()
     assert not ok and reason.startswith("Ironic derived-trait writes: ")
     # A pass while refused tries one node, not all of them.
-    reconciler = agent.reconciler
-    reconciler.node_traits.attempts.clear()
-    desired_by_uuid(reconciler, [record(u, cap="UEFI") for u in UUIDS])
-    assert len(reconciler.node_traits.attempts) == 1 and reconciler.trait_failures == {}
+    nodes = agent.nodes
+    nodes.node_traits.attempts.clear()
+    _, failures = desired_from(nodes, [record(u, cap="UEFI") for u in UUIDS])
+    assert len(nodes.node_traits.attempts) == 1 and failures == {}
     # Granted: the next write succeeds, the line says so, every node is written again.
-    reconciler.node_traits.fail.clear()
-    desired_by_uuid(reconciler, [record(u, cap="UEFI") for u in UUIDS])
-    desired = desired_by_uuid(reconciler, [record(u, cap="UEFI") for u in UUIDS])
+    nodes.node_traits.fail.clear()
+    desired_by_uuid(nodes, [record(u, cap="UEFI") for u in UUIDS])
+    desired = desired_by_uuid(nodes, [record(u, cap="UEFI") for u in UUIDS])
     assert agent.healthy() == (True, "ok")
     assert all(d.traits == {"CUSTOM_CAP_UEFI"} for d in desired.values())
 
@@ -231,15 +235,15 @@ def test_a_bad_rule_file_on_reload_keeps_the_rules_in_force(agent, tmp_path, cap
                                                            monkeypatch):
     from rp_reporter import traits
     good = tmp_path / "rules.yaml"
-    agent.reconciler.node_traits = kept = FakeNodeTraits()
+    agent.nodes.node_traits = kept = FakeNodeTraits()
     agent.conf.set_override("rules_file", str(good), group="traits")
 
     def refuse(path):
         raise traits.RulesError(str(path), "line 1", "not a mapping")
     monkeypatch.setattr(traits, "load_rules", refuse)
-    with caplog.at_level(logging.ERROR, logger=rp_agent.__name__):
+    with caplog.at_level(logging.ERROR, logger="rp_reporter.agent"):
         assert agent.reload_rules() is False
-    assert agent.reconciler.node_traits is kept
+    assert agent.nodes.node_traits is kept
     assert [r.getMessage() for r in caplog.records] == [
         f"trait rules not reloaded, the rules in force are kept: [traits] rules_file: "
         f"{good}: line 1: not a mapping"]
@@ -250,7 +254,7 @@ def test_rules_reload_and_bad_rules_at_start(agent, tmp_path):
     path.write_text("capabilities: [boot_mode]\n")
     agent.conf.set_override("rules_file", str(path), group="traits")
     assert agent.reload_rules() is True
-    assert agent.reconciler.node_traits.rules.capabilities[0].key == "boot_mode"
+    assert agent.nodes.node_traits.rules.capabilities[0].key == "boot_mode"
     assert agent.wake.is_set()  # a resync puts every node in step with the new rules
     path.write_text("capabilities: {boot_mode: {colour: red}}\n")
     with pytest.raises(ValueError) as e:
@@ -262,20 +266,20 @@ def test_rules_reload_and_bad_rules_at_start(agent, tmp_path):
 
 
 def test_a_node_the_queue_has_is_left_to_the_queues_fresher_read():
-    reconciler = reconcile.Reconciler(None, None)
-    reconciler.node_traits = fake = FakeNodeTraits()
-    reconciler.busy = {UUIDS[0]}.__contains__
-    desired = desired_by_uuid(reconciler, [record(UUIDS[0], cap="UEFI"),
+    nodes = node_sync.NodeSync(None, None)
+    nodes.node_traits = fake = FakeNodeTraits()
+    nodes.busy = {UUIDS[0]}.__contains__
+    desired = desired_by_uuid(nodes, [record(UUIDS[0], cap="UEFI"),
                                            record(UUIDS[1], cap="UEFI")])
     assert fake.applied == [UUIDS[1]]
     assert desired[UUIDS[0]].traits == frozenset()  # as listed; the queue syncs it anyway
 
 
 def test_odd_capabilities_are_one_line_per_node(caplog):
-    reconciler = reconcile.Reconciler(None, None)
-    reconciler.node_traits = FakeNodeTraits()
-    with caplog.at_level(logging.WARNING, logger=reconcile.__name__):
+    nodes = node_sync.NodeSync(None, None)
+    nodes.node_traits = FakeNodeTraits()
+    with caplog.at_level(logging.WARNING, logger=node_sync.__name__):
         for _ in range(3):
-            desired_by_uuid(reconciler, [record(UUIDS[0], cap="ODD")])
+            desired_by_uuid(nodes, [record(UUIDS[0], cap="ODD")])
     assert [r.getMessage() for r in caplog.records] == [
         f"node {UUIDS[0]}: derived traits: skipped odd; odd; odd"]

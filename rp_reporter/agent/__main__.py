@@ -1,0 +1,5 @@
+import sys
+
+from rp_reporter.agent.cmd import main
+
+sys.exit(main())

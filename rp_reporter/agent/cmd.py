@@ -1,0 +1,59 @@
+"""``rp-reporter-agent``: configuration, logging and signals, then the agent runs.
+
+SIGTERM and SIGINT stop it gracefully (in-flight syncs finish, exit 0);
+SIGHUP reloads the mutable options (debug, interval, jitter) and the trait
+rules, and reopens the log file.  Logging is oslo.log's (rp_reporter.log);
+under systemd with Type=notify the agent says READY=1 once /healthz is served
+and the listener is bound.  A bad configuration or rules file is one line on
+stderr and exit 2.
+"""
+
+import logging
+import signal
+import sys
+import threading
+
+from oslo_config import cfg
+
+from rp_reporter import conf as rp_conf
+from rp_reporter import log as rp_log
+from rp_reporter import wiring
+from rp_reporter.agent import controller
+from rp_reporter.agent import rules as rp_rules
+
+LOG = logging.getLogger("rp_reporter.agent")
+
+
+def reload(agent):
+    """SIGHUP's work, off the signal handler, so the main thread is never caught
+    inside a log call while its handlers are replaced."""
+    def run():
+        agent.conf.mutate_config_files()
+        rp_log.setup(agent.conf)  # reopens the log file, as OpenStack services do
+        LOG.info("reloaded: interval=%s jitter=%s debug=%s; log reopened",
+                 agent.conf.reconcile.interval, agent.conf.reconcile.jitter, agent.conf.debug)
+        agent.reload_rules()
+    threading.Thread(target=run, name="reload", daemon=True).start()
+
+
+def main(argv=None):
+    try:
+        conf = rp_conf.load(sys.argv[1:] if argv is None else argv)
+        wiring.check(conf)
+        rules = rp_rules.load_rules(conf)
+    except (cfg.Error, ValueError) as e:
+        print(f"rp-reporter-agent: error: bad configuration: {e}", file=sys.stderr)
+        return 2
+    try:
+        rp_log.setup(conf)  # oslo.log: log_file, use_json, use_journal, use_syslog, debug
+    except (OSError, RuntimeError, TypeError, ValueError) as e:  # unwritable log_file, bad facility
+        print(f"rp-reporter-agent: error: bad logging configuration: {e}", file=sys.stderr)
+        return 2
+    conf.log_opt_values(LOG, logging.DEBUG)  # oslo.config masks every secret option
+    agent = controller.Agent(conf, rules)
+    if rules is not None:
+        LOG.info("derived traits kept in step by the rules of %s", conf.traits.rules_file)
+    signal.signal(signal.SIGTERM, agent.stop)
+    signal.signal(signal.SIGINT, agent.stop)
+    signal.signal(signal.SIGHUP, lambda signum, frame: reload(agent))
+    return agent.run()

@@ -1,0 +1,314 @@
+"""The agent's controller: producers name nodes, one work queue syncs them.
+
+Two producers feed one de-duplicating work queue of node uuids, and one
+per-node sync (``sync/node.py``) makes Placement match each node:
+
+* the fast path: Ironic's versioned notifications (an oslo.messaging listener
+  in this agent's own pool) name a node;
+* the reconcile loop: at start, then every ``[reconcile] interval`` seconds
+  (jittered), one bulk observation names the nodes that differ; nodes with no
+  provider yet are created in bulk first (``Reconciler.create_in_bulk``).
+
+Ownership and fencing are ``ownership.py``'s; what ``/healthz`` says, and the
+threads kept alive, ``health.py``'s; the command line, ``cmd.py``'s.
+"""
+
+import logging
+import os
+import random
+import threading
+import time
+
+from rp_reporter import errors
+from rp_reporter import log as rp_log
+from rp_reporter import metrics as rp_metrics
+from rp_reporter import preflight
+from rp_reporter import wiring
+from rp_reporter.agent import health as rp_health
+from rp_reporter.agent import ownership as rp_ownership
+from rp_reporter.agent import rules as rp_rules
+from rp_reporter.outage import Outage
+from rp_reporter.sync import provider
+from rp_reporter.sync import queue as work_queue
+
+LOG = logging.getLogger("rp_reporter.agent")
+
+
+class Agent:
+    def __init__(self, conf, rules=None):
+        self.conf = conf
+        self.metrics = rp_metrics.Metrics()
+        self.ownership = rp_ownership.Ownership(conf)
+        self.reconciler = wiring.reconciler(conf, owns=self.ownership.owns)
+        # One per-node sync (and so one cache) for the resync and the work queue.
+        self.nodes = self.reconciler.nodes
+        self.ironic, self.syncer = self.nodes.ironic, self.nodes.syncer
+        self.use_rules(rules)
+        self.queue = work_queue.WorkQueue(self.sync_node, workers=conf.agent.workers,
+                                          wanted=self.ownership.owns,
+                                          backoff_max=conf.agent.retry_max,
+                                          on_done=self._synced)
+        # A node the queue has gets its derived traits from the queue's fresher read,
+        # not from the resync's listing (a stale write would undo a change).
+        self.nodes.busy = self.queue.has
+        # No write leaves this agent after its fencing deadline, nor for a node that
+        # is no longer its own, however long a sync under way keeps retrying.
+        self.syncer.placement.write_guard = self.ownership.check_lease
+        self.ironic.write_guard = self.ownership.check_lease
+        self.syncer.guard = self.ownership.check_owner
+        self.deps = {"ironic": Outage("Ironic"), "placement": Outage("Placement")}
+        self.stopping = threading.Event()
+        self.wake = threading.Event()  # resync now (start, membership change, stop)
+        self.threads = rp_health.Supervisor(self.stopping)
+        self.health = rp_health.Health(self.metrics, self.ownership, self.deps,
+                                       self.nodes.trait_writes, self.threads)
+        self.listener = None
+        self._event_sent_at = {}  # uuid -> earliest notification not yet synced
+        self._event_lock = threading.Lock()
+
+    def use_rules(self, rules):
+        """Keep derived traits in step by these rules from now on (None: not at all)."""
+        self.nodes.node_traits = rp_rules.node_traits(self.ironic, rules)
+
+    def healthy(self):
+        return self.health.healthy()
+
+    # -- producers ---------------------------------------------------------
+    def on_notification(self, uuid, event_type, sent_at):
+        if not self.ownership.owns(uuid):
+            self.metrics.notifications.labels("not_owned").inc()
+            self.ownership.note_unowned(uuid)  # for a takeover
+            return
+        self.metrics.notifications.labels("accepted").inc()
+        sent_at = sent_at or time.time()
+        with self._event_lock:
+            self._event_sent_at[uuid] = min(sent_at, self._event_sent_at.get(uuid, sent_at))
+        self.queue.add(uuid, urgent=True)  # ahead of a resync's keys
+
+    def on_bad_notification(self, reason):
+        self.metrics.notifications.labels("invalid").inc()
+
+    def on_members_changed(self, taken_over):
+        """The ring changed: recently changed nodes now ours go first, then a resync."""
+        for uuid in taken_over:
+            self.queue.add(uuid, urgent=True)
+        self.wake.set()
+
+    def resync(self):
+        """One periodic reconcile: bulk observation, enqueue what differs, create what
+        is missing.  Returns False when the pass could not run (the next one then comes
+        sooner)."""
+        started = time.monotonic()
+        try:
+            drift = self.reconciler.drift()
+        except errors.ServiceError as e:
+            self.deps[e.section].failed(e)
+            return False
+        except Exception:  # a bug: this pass is lost, the agent is not
+            LOG.exception("reconcile pass failed")
+            return False
+        for dep in self.deps.values():
+            dep.ok()
+        self.apply_verdict(drift.verdict)
+        self._enqueue(drift.keys)
+        self.metrics.nodes_owned.set(drift.nodes)
+        self.metrics.nodes_skipped.set(drift.skipped)
+        found = drift.changed + len(drift.new)
+        if drift.changed:
+            LOG.info("reconcile: %d of %d nodes out of step, queued", drift.changed,
+                     drift.nodes)
+        if len(drift.keys) > drift.changed:
+            LOG.info("reconcile: %d nodes due for re-verification, queued",
+                     len(drift.keys) - drift.changed)
+        if drift.new:
+            new, drift.new = drift.new, None  # used up as it goes
+            self.create_in_bulk(new)
+        self.reconciler.save_observations()  # a restart then costs two listings
+        # Only now: a pass is done when its bulk creation is (watchers wait on this).
+        self.metrics.reconcile_seconds.set(time.monotonic() - started)
+        self.metrics.reconcile_drift.set(found)
+        return True
+
+    def create_in_bulk(self, new):
+        should_stop = lambda: self.stopping.is_set() or self.ownership.fenced  # noqa: E731
+        try:
+            for result in self.reconciler.create_in_bulk(new, self._enqueue, should_stop):
+                self.metrics.record_sync(result)
+        except errors.ServiceError as e:  # the queue has the rest, and retries
+            self.deps[e.section].failed(e)
+        except errors.Fenced as e:  # the resync after unfencing takes the rest
+            LOG.warning("bulk creation stopped: %s", e)
+
+    def apply_verdict(self, verdict):
+        """Delete the providers whose nodes are proven gone, or say why none is."""
+        if verdict.refused:
+            LOG.error("deletion refused: %s", verdict.refused)
+            self.metrics.deletions_refused.labels(verdict.reason).inc()
+        elif self.health.deletion_refused:
+            LOG.warning("deletion guard: this pass is within bounds again")
+        self.health.deletion_refused = verdict.refused
+        self.metrics.providers_absent.set(len(verdict.waiting))
+        for uuid in verdict.delete:
+            if self.ownership.owns(uuid):
+                self.metrics.record_sync(self.reconciler.delete(uuid))
+
+    # -- the work queue's sync ---------------------------------------------
+    def sync_node(self, uuid):
+        """The per-node sync of ``uuid``, with the agent's health and metrics; False
+        to retry it with backoff."""
+        try:
+            done = self.nodes.sync(uuid)
+        except errors.ServiceError as e:
+            if e.section == "placement":
+                self.deps["ironic"].ok()  # the node was read
+            return self._failed(e)
+        except errors.Fenced as e:  # the resync after unfencing looks at it again
+            LOG.info("node %s: %s", uuid, e)
+            return False
+        self.deps["ironic"].ok()
+        if done.not_synced == "foreign":
+            self.reconciler.note_foreign(uuid)
+        elif done.not_synced == "invalid":
+            self.metrics.failures.labels("invalid_node").inc()
+        if done.result is None:
+            return True
+        self.deps["placement"].ok()
+        self.metrics.record_sync(done.result)
+        if done.trait_error is not None:
+            self.metrics.failures.labels("traits").inc()
+        if done.result.outcome is provider.Outcome.FAILED:
+            LOG.warning("node %s: %s; will retry", uuid, done.result.reason)
+            self.metrics.failures.labels("conflicts").inc()
+            return False
+        # Derived traits Ironic did not take: an outage retries; a refusal waits a pass.
+        return done.trait_error is None or not done.trait_error.retryable
+
+    def _failed(self, error):
+        """A sync that met a ServiceError: an outage is retried with backoff; a refused
+        permission or a bad configuration is not (no retry fixes it), and the next
+        reconcile pass tries that node again."""
+        self.deps[error.section].failed(error)
+        self.metrics.failures.labels(error.section if error.retryable else error.kind).inc()
+        return not error.retryable
+
+    def _enqueue(self, uuids):
+        for uuid in uuids:
+            self.queue.add(uuid)
+        self.metrics.queue_depth.set(self.queue.depth())  # not only when a sync ends
+
+    def _synced(self, key, ok):
+        if ok:  # only notification-driven syncs count as event-to-write
+            with self._event_lock:
+                sent_at = self._event_sent_at.pop(key, None)
+            if sent_at is not None:
+                self.metrics.event_to_write.observe(max(0.0, time.time() - sent_at))
+        self.metrics.queue_depth.set(self.queue.depth())
+
+    # -- lifecycle -----------------------------------------------------------
+    def stop(self, signum=None, frame=None):
+        LOG.info("stopping (signal %s)", signum)
+        rp_log.sd_notify("STOPPING=1")
+        self.stopping.set()
+        self.wake.set()
+
+    def reload_rules(self):
+        """The trait rules read again; a bad file keeps the rules in force (one line)."""
+        try:
+            rules = rp_rules.load_rules(self.conf)
+        except ValueError as e:
+            LOG.error("trait rules not reloaded, the rules in force are kept: %s", e)
+            return False
+        self.use_rules(rules)
+        if rules is not None:
+            LOG.info("trait rules reloaded from %s", self.conf.traits.rules_file)
+            self.wake.set()  # a resync puts every node in step with the new rules
+        return True
+
+    def next_wait(self):
+        interval, jitter = self.conf.reconcile.interval, self.conf.reconcile.jitter
+        return interval * random.uniform(1 - jitter, 1 + jitter)
+
+    def wait_supervising(self, seconds):
+        """Wait for the next pass (or a wake-up), restarting any supervised thread
+        that dies meanwhile: a dead thread costs one heartbeat, not a pass."""
+        deadline = time.monotonic() + seconds
+        while not self.wake.is_set():
+            self.supervise()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            self.wake.wait(min(left, self.conf.coordination.heartbeat))
+
+    def supervise(self):
+        """Start dead threads again (the membership, fencing and queue workers)."""
+        died = self.threads.check(extra=self.queue.revive())
+        for name, _ in died:
+            self.metrics.threads_restarted.labels(name.rstrip("0123456789-")).inc()
+        if died:
+            self.wake.set()  # a resync requeues whatever a dead thread held
+
+    def start_listener(self):
+        if not self.conf.notifications.transport_url:
+            LOG.warning("no [notifications] transport_url: reconcile loop only, every %s s",
+                        self.conf.reconcile.interval)
+            return
+        from rp_reporter.sync import events  # only now: oslo.messaging is heavy
+
+        endpoint = events.NotificationEndpoint(self.on_notification, self.on_bad_notification)
+        self.listener = events.listener(self.conf, endpoint)
+        LOG.info("listening for Ironic notifications on topic %s",
+                 self.conf.notifications.topic)
+
+    def log_preflight(self):
+        """The checks of `rp-reporter check`, once at start, logged (never fatal)."""
+        levels = {preflight.OK: logging.INFO, preflight.WARN: logging.WARNING}
+        try:
+            rows = preflight.run(self.conf)
+        except Exception:
+            LOG.exception("start-up checks could not run")
+            return
+        for row in rows:
+            LOG.log(levels.get(row.result, logging.ERROR), "check %s: %s: %s", row.check,
+                    row.result, row.detail)
+
+    def run(self):
+        LOG.info("agent %s starting", self.conf.host)
+        if self.conf.agent.metrics_bind:
+            try:
+                rp_metrics.serve(self.metrics, self.healthy, self.conf.agent.metrics_bind)
+            except (OSError, ValueError) as e:
+                LOG.error("cannot serve [agent] metrics_bind = %s: %s",
+                          self.conf.agent.metrics_bind, e)
+                return 2
+        self.ownership.start()
+        self.threads.start("membership", lambda: self.ownership.renew(
+            self.stopping, self.on_members_changed))
+        self.threads.start("fencing", lambda: self.ownership.watch_fencing(
+            self.stopping, self.queue.pause, self.wake.set))
+        self.queue.start()
+        self.start_listener()
+        self.health.ready.set()
+        rp_log.sd_notify(f"READY=1\nSTATUS=serving /healthz; listener bound\nMAINPID={os.getpid()}")
+        threading.Thread(target=self.log_preflight, name="preflight", daemon=True).start()
+        while not self.stopping.is_set():
+            self.wake.clear()
+            done = True
+            if not self.ownership.fenced:
+                started = time.monotonic()
+                with self.metrics.reconciling.track_inprogress():
+                    done = self.resync()
+                if done:
+                    self.threads.recovered(started)
+            # A pass that could not run (an outage, a refused permission, Keystone or
+            # the catalog misconfigured) is tried again within [agent] retry_max, so
+            # the agent recovers by itself soon after the cause is fixed.
+            self.wait_supervising(self.next_wait() if done else
+                                  min(self.next_wait(), self.conf.agent.retry_max))
+        if self.listener:
+            self.listener.stop()
+        self.queue.stop(timeout=6)
+        if self.listener:
+            self.listener.wait()
+        self.ownership.membership.stop()
+        LOG.info("agent %s stopped", self.conf.host)
+        return 0

@@ -1,0 +1,221 @@
+"""The one per-node sync: an Ironic node record, its derived traits written to
+Ironic, the desired provider, and Placement made to match it.
+
+Every path that syncs a node goes through ``NodeSync``:
+
+* the fast path and the agent's work queue: ``sync(uuid)`` reads the node
+  from Ironic and syncs it;
+* the reconcile pass (and its bulk creation): ``desired_from_records`` turns
+  the listing's records into desired providers, which ``ProviderSync`` writes.
+
+With ``node_traits`` set (``[traits] rules_file``), a node whose derived
+traits (from its capabilities and other properties) differ from what Ironic
+holds has them written to Ironic first, so its provider gets them in the same
+sync.  Deciding that is pure: a node already in step costs no Ironic request.
+"""
+
+import concurrent.futures
+import dataclasses
+import logging
+
+from rp_reporter import errors
+from rp_reporter import model
+from rp_reporter import problems as rp_problems
+from rp_reporter.outage import Outage
+from rp_reporter.sync import ironic as ironic_sync
+from rp_reporter.sync import provider
+
+LOG = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class NodeResult:
+    """What ``sync(uuid)`` did: ``result`` when the provider was synced, else why not."""
+    uuid: str
+    result: provider.Result | None = None
+    not_synced: str | None = None  # "not found", "foreign", "invalid"
+    trait_error: errors.ServiceError | None = None  # derived traits Ironic did not take
+
+
+class NodeSync:
+    def __init__(self, ironic, syncer, workers=8, skip_reserve_in_use=False):
+        self.ironic = ironic
+        self.syncer = syncer
+        self.workers = workers
+        # nova's [workarounds] skip_reserve_in_use_ironic_nodes, for the model.
+        self.skip_reserve_in_use = skip_reserve_in_use
+        self.problems = rp_problems.ProblemLog(LOG)  # each node's problems, logged once
+        # capability_traits.NodeTraits when [traits] rules_file is set (the agent sets
+        # it, and swaps it on a reload); None: no derived traits, no extra fields read.
+        self.node_traits = None
+        # Nodes another sync has in hand (the agent's work queue): it writes their
+        # derived traits from a fresher read than a pass's listing.
+        self.busy = lambda uuid: False
+        # Writing derived traits to Ironic: one line when it fails and one when it is
+        # back, however many nodes fail between (a reader-only [ironic] user, say).
+        self.trait_writes = Outage("Ironic derived-trait writes")
+
+    @property
+    def extra_fields(self):
+        """The node fields to list and read beyond the model's: none without rules."""
+        return ironic_sync.TRAIT_FIELDS if self.node_traits is not None else ()
+
+    # -- node -> desired ---------------------------------------------------
+    def desired(self, node):
+        """model.desired() with this reporter's options; refused node traits logged once."""
+        desired = model.desired(node, skip_reserve_in_use=self.skip_reserve_in_use)
+        if desired.refusal:
+            self.problems.note(desired.uuid, desired.refusal)
+        return desired
+
+    def note_skipped(self, uuid, reason):
+        self.problems.note(uuid, f"skipped: {reason}")
+
+    def plan_traits(self, record):
+        """The derived-trait changes Ironic needs for this node record (pure), or None
+        when there are none or the record cannot be read (logged once)."""
+        node_traits = self.node_traits
+        if node_traits is None:
+            return None
+        try:
+            changes = node_traits.plan(record)
+            problems = node_traits.problems(record)
+        except Exception as e:  # odd properties cost that node's derived traits only
+            self.problems.note(record.get("uuid"), f"derived traits not computed: {e}",
+                               kind="derived traits not computed")
+            return None
+        if problems:  # one line per node and distinct problems, however many passes
+            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+            self.problems.note(record.get("uuid"), "derived traits: skipped "
+                               + "; ".join(problems[:3]) + more)
+        return changes if changes.changed else None
+
+    def with_derived_traits(self, record, node, dry_run=False):
+        """``node`` as Ironic holds it once its derived traits are in step: they are
+        written to Ironic here (``NodeTraits.apply``) unless ``dry_run``.  Ironic's
+        errors propagate (the caller retries); a node already in step costs nothing."""
+        changes = self.plan_traits(record)
+        if changes is None:
+            return node
+        if not dry_run:
+            try:
+                changes = self.node_traits.apply(record)
+            except errors.ServiceError as e:
+                if e.kind == errors.DENIED:
+                    e = errors.ServiceError(
+                        "ironic", e.kind, f"{e}; writing derived traits ([traits] "
+                        f"rules_file) needs a system-scoped member role for the [ironic] "
+                        f"user, as resource-class set does")
+                if e.kind in (errors.UNAVAILABLE, errors.DENIED, errors.MISCONFIGURED):
+                    self.trait_writes.failed(e)  # the service's, not this node's
+                else:  # this node's write refused (a trait too many, say)
+                    self.problems.note(node.uuid, f"derived traits not written to Ironic: {e}",
+                                       kind="derived traits not written")
+                raise e from None
+            self.trait_writes.ok()
+            if changes.add or changes.remove:
+                LOG.info("node %s: traits derived from its properties written to Ironic "
+                         "(missing there: %s; derived earlier, no longer: %s)",
+                         node.uuid, _names(changes.add), _names(changes.remove))
+        return dataclasses.replace(node, traits=(node.traits - changes.remove) | changes.add)
+
+    def _write_traits(self, record, node, failures):
+        """with_derived_traits() in a pool: a failure costs that node's derived traits
+        this pass (the node is synced as Ironic holds it), never the pass."""
+        try:
+            return self.with_derived_traits(record, node)
+        except errors.ServiceError as e:  # logged once by trait_writes or problems
+            if e.retryable:  # an outage: the agent's queue retries it with backoff
+                failures[node.uuid] = f"derived traits not written to Ironic: {e}"
+            return node
+        except Exception as e:  # noqa: BLE001 - one node's failure costs that node
+            LOG.warning("node %s: derived traits not written to Ironic: %s; retried",
+                        node.uuid, e)
+            failures[node.uuid] = f"derived traits not written to Ironic: {e}"
+            return node
+
+    def _writes_refused(self):
+        """Ironic refuses derived-trait writes (permission or configuration): a pass
+        then tries one node, not every node, until a write succeeds again."""
+        error = self.trait_writes.error
+        return error is not None and getattr(error, "kind", None) in (errors.DENIED,
+                                                                       errors.MISCONFIGURED)
+
+    def desired_from_records(self, records, owns, on_invalid, views=None, dry_run=False):
+        """(desired providers of the owned nodes among ``records``, {uuid: why} of the
+        nodes whose derived traits could not be written).
+
+        Derived-trait writes go to Ironic in parallel while the records stream on.
+        ``on_invalid(uuid, reason)`` hears of each unreadable record; ``views``, a
+        list, collects each owned node's model.Node.
+        """
+        desired, writes, failures = [], [], {}
+        pool = None
+        probe_only = self._writes_refused()
+        try:
+            for record in records:
+                try:
+                    node = model.node_from_api(record)
+                except model.InvalidNode as e:
+                    uuid = str(record.get("uuid") if isinstance(record, dict) else record)[:64]
+                    self.note_skipped(uuid, str(e))
+                    on_invalid(uuid, f"invalid node record: {e}")
+                    continue
+                if not owns(node.uuid):
+                    continue
+                if (self.node_traits is not None and not self.busy(node.uuid)
+                        and self.plan_traits(record) is not None
+                        and not (probe_only and writes)):
+                    if dry_run:
+                        node = self.with_derived_traits(record, node, dry_run=True)
+                    else:
+                        pool = pool or concurrent.futures.ThreadPoolExecutor(self.workers)
+                        writes.append(pool.submit(self._write_traits, record, node, failures))
+                        continue
+                if views is not None:
+                    views.append(node)
+                desired.append(self.desired(node))
+            for write in writes:
+                node = write.result()
+                if views is not None:
+                    views.append(node)
+                desired.append(self.desired(node))
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True)
+        return desired, failures
+
+    # -- one node, read and synced ---------------------------------------------
+    def sync(self, uuid):
+        """Make Placement match node ``uuid`` as Ironic has it now.
+
+        Returns a NodeResult; raises errors.ServiceError (Ironic's or Placement's:
+        its ``section`` says which) and errors.Fenced, for the caller to retry.
+        A 404 is no proof the node is gone (scoped credentials see one too): only
+        the reconcile pass deletes, on complete listings an interval apart.
+        """
+        record = self.ironic.get_node(uuid, self.extra_fields)
+        if record is None:
+            LOG.debug("node %s: not found in Ironic; left to the reconcile pass", uuid)
+            return NodeResult(uuid, not_synced="not found")
+        if not self.ironic.in_scope(record):
+            return NodeResult(uuid, not_synced="foreign")
+        try:
+            node = model.node_from_api(record)
+        except model.InvalidNode as e:
+            self.note_skipped(uuid, str(e))
+            return NodeResult(uuid, not_synced="invalid")
+        # Derived traits go to Ironic first (the truth), then to the provider in
+        # this same sync: no wait for a notification of that write.  If Ironic
+        # refuses them, Placement still gets the node as Ironic has it.
+        trait_error = None
+        try:
+            node = self.with_derived_traits(record, node)
+        except errors.ServiceError as e:  # logged once by trait_writes or problems
+            trait_error = e
+        result = self.syncer.sync(self.desired(node), provider.USE_CACHE)
+        return NodeResult(uuid, result=result, trait_error=trait_error)
+
+
+def _names(traits):
+    return ", ".join(sorted(traits)) or "none"
