@@ -118,7 +118,7 @@ class Group:
 
     def start(self):
         """Join now if the backend answers; if not, tick() joins once it does (until
-        then the agent is fenced: it serves /healthz as not ready and writes nothing)."""
+        then the agent is fenced: it writes nothing)."""
         self.tick()
         return self
 

@@ -280,9 +280,11 @@ class Agent:
                 LOG.error("cannot serve [agent] metrics_bind = %s: %s",
                           self.conf.agent.metrics_bind, e)
                 return 2
-        self.ownership.start()
         self.threads.start("membership", lambda: self.ownership.renew(
             self.stopping, self.on_members_changed))
+        # The first pass wants the whole ring; a backend that does not answer within a
+        # lease is joined later (the agent writes nothing until then).
+        self.ownership.joined.wait(self.conf.coordination.lease)
         self.threads.start("fencing", lambda: self.ownership.watch_fencing(
             self.stopping, self.queue.pause, self.wake.set))
         self.queue.start()

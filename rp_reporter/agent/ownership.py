@@ -31,6 +31,7 @@ class Ownership:
         self.membership = membership or rp_membership.from_conf(conf)
         self.ring = self.ring_of({conf.host})
         self.ring_joined = False  # a member of the ring at least once
+        self.joined = threading.Event()  # set on the first join
         self._unowned_events = collections.OrderedDict()  # uuid -> when, another's node
         self._lock = threading.Lock()
 
@@ -56,24 +57,27 @@ class Ownership:
             raise errors.Fenced(f"node {uuid} is not this agent's now: not written")
 
     def not_a_member_yet(self):
-        """The backend's failure while this agent has never been a member, else None."""
-        if self.ring_joined or self.membership.lapses:
+        """Why this agent has never been a member (the backend's failure, or no answer
+        yet), else None."""
+        if self.ring_joined:
             return None
-        return self.membership.down
+        return self.membership.down or "no answer yet"
 
     # -- membership and fencing (each loop is a supervised thread) ----------
-    def start(self):
-        """Join (a backend that is down: joined once it answers) and build the ring."""
-        self.membership.start()
-        self.ring_joined = not self.membership.fenced
-        self.ring = self.ring_of(self.membership.members() or {self.conf.host})
-
     def renew(self, stopping, on_change):
-        """Renew membership every heartbeat; on a change of members, rebuild the ring
-        and call ``on_change(recently changed nodes now owned)``."""
+        """Join, then renew membership every heartbeat; on a change of members, rebuild
+        the ring and call ``on_change(recently changed nodes now owned)``.
+
+        The first join happens here, not before the agent serves /healthz: a backend
+        that is down can hold one call for as long as its client retries (a minute,
+        for tooz's redis driver), and until it answers the agent is fenced anyway.
+        """
+        self.membership.start()
         while not stopping.is_set():
             members = self.membership.tick()
-            self.ring_joined = self.ring_joined or bool(members)
+            if members and not self.ring_joined:
+                self.ring_joined = True
+                self.joined.set()
             if members and members != self.ring.members:
                 LOG.info("ring members now %s", sorted(members))
                 self.ring = self.ring_of(members)
@@ -94,7 +98,10 @@ class Ownership:
             fenced = self.membership.fenced
             if fenced and not was_fenced:
                 pause(True)
-                LOG.warning("fenced: membership not renewed in time, writes stopped")
+                if self.ring_joined:
+                    LOG.warning("fenced: membership not renewed in time, writes stopped")
+                else:
+                    LOG.warning("not a member yet: writes wait for the coordination backend")
             elif not fenced and (was_fenced or renewed_after_lapse):
                 pause(False)
                 LOG.warning("unfenced: membership renewed, writes resume; resyncing for "

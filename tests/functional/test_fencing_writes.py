@@ -59,6 +59,6 @@ def test_a_sync_that_loses_its_lease_mid_write_writes_nothing_after_the_deadline
     # Back: membership renewed, writes accepted, the change reaches Placement.
     placement_proxy.answer = None
     redis.freeze(False)
-    wait_for(lambda: (inventory(placement, node) or {}).get("CUSTOM_BAREMETAL_GOLD", {})
-             .get("reserved") == 1, 6 * LEASE, "the change, once a member again")
+    wait_for(lambda: (inventory(placement, node) or {}).get("CUSTOM_BAREMETAL_GOLD") == (1, 1, 1),
+             6 * LEASE, "the change (reserved), once a member again")
     assert agent.stop(signal.SIGTERM) == 0
