@@ -9,68 +9,63 @@ import prometheus_client as prom
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 2, 5, 10, 30)
 
 
+# attribute: (kind, metric name, help, labels).  Counters are exported with
+# Prometheus's _total suffix.
+METRICS = {
+    "queue_depth": (prom.Gauge, "rp_reporter_queue_depth", "Nodes waiting to be synced.", ()),
+    "writes": (prom.Counter, "rp_reporter_placement_writes", "Placement writes, by kind.",
+               ("kind",)),
+    "conflicts": (prom.Counter, "rp_reporter_generation_conflicts",
+                  "Writes refused for a stale generation, re-planned.", ()),
+    "failures": (prom.Counter, "rp_reporter_sync_failures",
+                 "Per-node syncs that failed, by reason.", ("reason",)),
+    "notifications": (prom.Counter, "rp_reporter_notifications",
+                      "Notifications received, by result.", ("result",)),
+    "nodes_owned": (prom.Gauge, "rp_reporter_nodes_owned",
+                    "Nodes this agent is responsible for.", ()),
+    "nodes_skipped": (prom.Gauge, "rp_reporter_nodes_skipped",
+                      "Owned nodes that offer nothing (no or bad resource class, unreadable "
+                      "record); each is logged once.", ()),
+    "reconcile_seconds": (prom.Gauge, "rp_reporter_last_reconcile_seconds",
+                          "Duration of the last reconcile pass, its bulk creation included.",
+                          ()),
+    "reconciling": (prom.Gauge, "rp_reporter_reconcile_running",
+                    "1 while a reconcile pass runs.", ()),
+    "reconcile_drift": (prom.Gauge, "rp_reporter_last_reconcile_drift",
+                        "Nodes the last reconcile found out of step.", ()),
+    "deletions_refused": (prom.Counter, "rp_reporter_deletions_refused",
+                          "Reconcile passes whose deletions the guard refused, by reason "
+                          "(unproven_listing, none_visible, mass_disappearance).", ("reason",)),
+    "providers_absent": (prom.Gauge, "rp_reporter_providers_absent",
+                         "Managed providers whose nodes the last pass did not see (deleted "
+                         "once a pass an interval later still does not, unless the guard "
+                         "refuses).", ()),
+    "threads_restarted": (prom.Counter, "rp_reporter_threads_restarted",
+                          "Agent threads that died and were started again, by role "
+                          "(membership, fencing, sync).", ("thread",)),
+    # Read at each scrape (the agent sets their functions): what /healthz says, as
+    # numbers an alert can use.
+    "healthy": (prom.Gauge, "rp_reporter_healthy",
+                "1 when /healthz answers 200, else 0 (starting, fenced, a dependency down or "
+                "refusing, a thread died, the deletion guard refusing).", ()),
+    "fenced": (prom.Gauge, "rp_reporter_fenced",
+               "1 while this agent's membership lease lapsed: it writes nothing until it is "
+               "a member again.", ()),
+    "dependency_up": (prom.Gauge, "rp_reporter_dependency_up",
+                      "0 while calls to the dependency fail (outage, refused permission, "
+                      "misconfiguration), else 1.", ("dependency",)),
+}
+
+
 class Metrics:
     def __init__(self):
-        r = self.registry = prom.CollectorRegistry()
-        self.queue_depth = prom.Gauge("rp_reporter_queue_depth",
-                                      "Nodes waiting to be synced.", registry=r)
+        self.registry = prom.CollectorRegistry()
+        for attribute, (kind, name, doc, labels) in METRICS.items():
+            setattr(self, attribute, kind(name, doc, labels, registry=self.registry))
         self.event_to_write = prom.Histogram(
             "rp_reporter_event_to_write_seconds",
             "From an Ironic notification being sent to Placement matching it.",
-            buckets=LATENCY_BUCKETS, registry=r)
-        self.writes = prom.Counter("rp_reporter_placement_writes",
-                                   "Placement writes, by kind.", ["kind"], registry=r)
-        self.conflicts = prom.Counter("rp_reporter_generation_conflicts",
-                                      "Writes refused for a stale generation, re-planned.",
-                                      registry=r)
-        self.failures = prom.Counter("rp_reporter_sync_failures",
-                                     "Per-node syncs that failed, by reason.", ["reason"],
-                                     registry=r)
-        self.notifications = prom.Counter("rp_reporter_notifications",
-                                          "Notifications received, by result.", ["result"],
-                                          registry=r)
-        self.nodes_owned = prom.Gauge("rp_reporter_nodes_owned",
-                                      "Nodes this agent is responsible for.", registry=r)
-        self.nodes_skipped = prom.Gauge("rp_reporter_nodes_skipped",
-                                        "Owned nodes that offer nothing (no or bad resource "
-                                        "class, unreadable record); each is logged once.",
-                                        registry=r)
-        self.reconcile_seconds = prom.Gauge("rp_reporter_last_reconcile_seconds",
-                                            "Duration of the last reconcile pass, its bulk "
-                                            "creation included.", registry=r)
-        self.reconciling = prom.Gauge("rp_reporter_reconcile_running",
-                                      "1 while a reconcile pass runs.", registry=r)
-        self.reconcile_drift = prom.Gauge("rp_reporter_last_reconcile_drift",
-                                          "Nodes the last reconcile found out of step.",
-                                          registry=r)
-
-        self.deletions_refused = prom.Counter(
-            "rp_reporter_deletions_refused",
-            "Reconcile passes whose deletions the guard refused, by reason (unproven_listing, "
-            "none_visible, mass_disappearance).", ["reason"], registry=r)
-        self.providers_absent = prom.Gauge(
-            "rp_reporter_providers_absent",
-            "Managed providers whose nodes the last pass did not see (deleted once a pass an "
-            "interval later still does not, unless the guard refuses).", registry=r)
-
-        self.threads_restarted = prom.Counter(
-            "rp_reporter_threads_restarted",
-            "Agent threads that died and were started again, by role (membership, "
-            "fencing, sync).", ["thread"], registry=r)
-
-        # Read at each scrape (the agent sets their functions): what /healthz says,
-        # as numbers an alert can use.
-        self.healthy = prom.Gauge("rp_reporter_healthy",
-                                  "1 when /healthz answers 200, else 0 (starting, fenced, a "
-                                  "dependency down or refusing, the deletion guard refusing).",
-                                  registry=r)
-        self.fenced = prom.Gauge("rp_reporter_fenced",
-                                 "1 while this agent's membership lease lapsed: it writes "
-                                 "nothing until it is a member again.", registry=r)
-        self.dependency_up = prom.Gauge("rp_reporter_dependency_up",
-                                        "0 while calls to the dependency fail (outage, refused "
-                                        "permission, misconfiguration), else 1.",
-                                        ["dependency"], registry=r)
+            buckets=LATENCY_BUCKETS, registry=self.registry)
 
     def record_sync(self, result):
         for op in result.ops:
