@@ -36,7 +36,10 @@ class Outage:
         with ``consequence``, or with what the kind of failure means."""
         kind = getattr(error, "kind", errors.UNAVAILABLE)
         with self._lock:
-            changed = self.error is None or getattr(self.error, "kind", None) != kind
+            # Errors without a kind (a backend client's own) count as outages, before
+            # and now alike, or each would be logged as a new kind of failure.
+            changed = (self.error is None
+                       or getattr(self.error, "kind", errors.UNAVAILABLE) != kind)
             if self.down_since is None:
                 self.down_since = time.monotonic()
             self.error = error
