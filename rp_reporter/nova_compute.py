@@ -1,7 +1,7 @@
 """A drop-in nova-compute driver: nova's Ironic driver with rp_reporter's provider model.
 
     [DEFAULT]
-    compute_driver = rp_reporter.nova_compute.IronicDriver
+    compute_driver = rp_reporter.IronicDriver   # nova.virt.rp_reporter (shims/nova/virt/)
     [rp_reporter]
     peers_from = nova          # or: coordination (the agents' group or peer list)
     config_file = /etc/rp_reporter/rp_reporter.conf   # [coordination] and [ring] from here
@@ -23,6 +23,12 @@ double-claims or orphans a node.  It overrides:
 * ``_refresh_hash_ring``, only with ``peers_from = coordination``: the ring is
   rp_reporter's, over the agents' group (or ``[ring] peer_list``); nova's
   ``_refresh_cache`` then applies it as it applies its own.
+
+nova 34 loads ``compute_driver`` only from ``nova.virt`` (``'nova.virt.%s' %
+compute_driver``), so a full dotted path to this module does not load:
+rp_reporter installs the one module ``nova/virt/rp_reporter.py``, which
+re-exports this class, and nova-compute loads it by its own command with its
+own nova.conf; no wrapper command is needed.
 
 This is the only module that imports nova.
 """
@@ -83,6 +89,8 @@ class IronicDriver(ironic_driver.IronicDriver):
 
     def __init__(self, virtapi, read_only=False):
         super().__init__(virtapi, read_only)
+        LOG.info("rp_reporter's Ironic driver: provider content from rp_reporter's model, "
+                 "node ownership from %s", CONF.rp_reporter.peers_from)
         self._rp_conf = None
         self._problems = rp_problems.ProblemLog(LOG)  # each node's, logged once
 

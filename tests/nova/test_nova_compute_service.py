@@ -1,0 +1,100 @@
+"""The driver in a real nova-compute, started by its own command with its own
+nova.conf, as distributions and deployment tools start it.
+
+nova-compute pings nova-conductor before it loads its driver, so a real
+nova-conductor runs beside it (its databases on sqlite, cell_v2 set up by
+nova-manage).  nova-compute then loads ``compute_driver = rp_reporter.IronicDriver``
+through nova's own loader, and its resource tracker reports this test's Ironic
+nodes to the real Placement through our ``update_provider_tree``.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from tests.functional.agents import wait_for
+
+pytestmark = pytest.mark.functional
+BIN = os.path.dirname(sys.executable)  # nova's commands, in nova's environment
+
+
+def ini(sections):
+    return "".join(f"[{name}]\n" + "".join(f"{k} = {v}\n" for k, v in values.items()) + "\n"
+                   for name, values in sections.items())
+
+
+def run(*argv, conf):
+    result = subprocess.run([os.path.join(BIN, argv[0]), "--config-file", conf, *argv[1:]],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, f"{argv}: {result.stdout}{result.stderr}"
+
+
+@pytest.fixture
+def nova_compute(stack, shard, tmp_path):
+    """Start nova-conductor and nova-compute (our driver); yield nova-compute's log path."""
+    common = {
+        "DEFAULT": {"transport_url": stack.transport_url, "state_path": tmp_path / "state",
+                    "host": "rp-compute-1", "debug": "false"},
+        "oslo_concurrency": {"lock_path": tmp_path / "locks"},
+        "placement": {"auth_type": "admin_token", "endpoint": stack.placement_url,
+                      "token": "admin"},
+    }
+    conductor_conf, compute_conf = tmp_path / "conductor.conf", tmp_path / "compute.conf"
+    conductor_conf.write_text(ini({
+        **common,
+        "api_database": {"connection": f"sqlite:///{tmp_path}/nova_api.db"},
+        "database": {"connection": f"sqlite:///{tmp_path}/nova.db"},
+    }))
+    # nova-compute has no database: it reaches one through nova-conductor.
+    compute_conf.write_text(ini({
+        **common,
+        "DEFAULT": {**common["DEFAULT"], "compute_driver": "rp_reporter.IronicDriver",
+                    "update_resources_interval": 10},
+        "ironic": {"auth_type": "none", "endpoint_override": stack.ironic_url, "shard": shard},
+        "rp_reporter": {"peers_from": "nova"},
+    }))
+    run("nova-manage", "api_db", "sync", conf=str(conductor_conf))
+    run("nova-manage", "cell_v2", "map_cell0", "--database_connection",
+        f"sqlite:///{tmp_path}/nova_cell0.db", conf=str(conductor_conf))
+    run("nova-manage", "cell_v2", "create_cell", "--name", "cell1", conf=str(conductor_conf))
+    run("nova-manage", "db", "sync", conf=str(conductor_conf))
+    procs = []
+    for name, conf in (("nova-conductor", conductor_conf), ("nova-compute", compute_conf)):
+        log = open(tmp_path / f"{name}.log", "w")
+        procs.append(subprocess.Popen([os.path.join(BIN, name), "--config-file", str(conf)],
+                                      stdout=log, stderr=subprocess.STDOUT))
+    yield tmp_path / "nova-compute.log"
+    for proc in procs:
+        proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def test_nova_compute_loads_the_driver_and_reports_the_nodes_through_it(
+        nova_compute, ironic, placement):
+    available = ironic.create(resource_class="baremetal-gold")
+    maintenance = ironic.create(resource_class="baremetal-gold", maintenance=True)
+    log = nova_compute
+
+    def loaded():
+        text = log.read_text()
+        assert "Unable to load the virtualization driver" not in text, text[-3000:]
+        return "rp_reporter's Ironic driver: provider content from rp_reporter's model" in text
+    wait_for(loaded, 120, "nova-compute loading compute_driver = rp_reporter.IronicDriver")
+
+    # The resource tracker reports each node through our update_provider_tree.
+    def reported(node, reserved):
+        provider = placement.provider(node)
+        return bool(provider) and provider["inventories"].get("CUSTOM_BAREMETAL_GOLD") == (
+            1, reserved, 1)
+    wait_for(lambda: reported(available, 0) and reported(maintenance, 1), 120,
+             "both nodes reported by nova-compute")
+    for node in (available, maintenance):
+        # nova's resource tracker adds its own traits after the driver: kept.
+        assert {"COMPUTE_NODE"} <= placement.provider(node)["traits"], node
