@@ -14,8 +14,8 @@ Each dependency in turn (coordination, Placement, Ironic, the broker) is down
 for --outage real seconds, with --up seconds between outages.  Nodes change in
 Ironic all along (a few just after each outage begins, one every
 --change-every seconds between outages), so every outage leaves work to repair;
-a node changed at the start of a Placement outage fails a thousand times or
-more before it succeeds.
+a node changed at the start of a Placement outage fails hundreds of times
+before it succeeds.
 Every 5 s the agent's RSS, OS threads and /healthz are sampled.  At the end,
 once the agent is idle: a dry-run reconcile counts the nodes Placement does not
 hold exactly (want 0), /healthz must answer 200, no agent thread may have died,
