@@ -12,9 +12,10 @@ real clocks and real timeouts).
 
 Each dependency in turn (coordination, Placement, Ironic, the broker) is down
 for --outage real seconds, with --up seconds between outages.  Nodes change in
-Ironic all along (a few at the start of each outage, one every --change-every
-seconds otherwise), so every outage leaves work to repair; a node changed at
-the start of a Placement outage fails thousands of times before it succeeds.
+Ironic all along (a few just after each outage begins, one every
+--change-every seconds between outages), so every outage leaves work to repair;
+a node changed at the start of a Placement outage fails hundreds of times
+before it succeeds.
 Every 5 s the agent's RSS, OS threads and /healthz are sampled.  At the end,
 once the agent is idle: a dry-run reconcile counts the nodes Placement does not
 hold exactly (want 0), /healthz must answer 200, no agent thread may have died,
@@ -194,18 +195,16 @@ def main(argv=None):
         threading.Thread(target=sample, daemon=True).start()
         for service in OUTAGES:
             changing(args.up)
-            if service != "ironic":
-                changes.burst(BURST)
             went = time.monotonic()
             stack.stop([service])
+            if service != "ironic":  # work the outage leaves behind (Ironic: none to make)
+                changes.burst(BURST)
             print(f"{time.strftime('%H:%M:%S')} {service} down", flush=True)
             # The broker's outage costs the fast path only: the reconcile loop carries
             # on, so /healthz stays 200 (RPReporterNotificationsSilent is its alert).
             unhealthy = (None if service == "rabbitmq" else
                          wait(lambda: agent.health()[0] != 200, 60, f"{service} noticed"))
             time.sleep(max(0, went + args.outage - time.monotonic()))
-            if service == "placement":
-                changes.burst(BURST)  # more work for the queue while Placement is away
             stack.start([service])
             back = time.monotonic()
             healthy = wait(lambda: agent.health()[0] == 200, 300, f"healthy after {service}")
