@@ -114,12 +114,11 @@ class Agent:
 
 
 def wait(check, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return time.monotonic()
-        time.sleep(0.5)
-    raise SystemExit(f"fault soak: not seen within {timeout} s: {what}")
+    """When ``check()`` first held; the soak ends with one line if it never does."""
+    try:
+        return localstack.wait_until(check, timeout, what, interval=0.5)
+    except RuntimeError as e:
+        raise SystemExit(f"fault soak: {e}") from None
 
 
 def idle(agent):

@@ -47,13 +47,15 @@ def http_ok(url, headers=None):
         return e.code < 500
 
 
-def wait_until(check, timeout, what):
+def wait_until(check, timeout, what, interval=0.2):
+    """The monotonic time ``check()`` first held (an exception counts as not yet);
+    RuntimeError naming ``what`` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with contextlib.suppress(Exception):
             if check():
-                return
-        time.sleep(0.2)
+                return time.monotonic()
+        time.sleep(interval)
     raise RuntimeError(f"{what} did not come up within {timeout} s")
 
 
