@@ -150,12 +150,14 @@ class Group:
         return set() if self.fenced else set(self._members)
 
     def _consequence(self):
+        where = f"group {self.group.decode()} at {_safe(self.url)}"
         if self._last_renewal is None:
-            return "unreachable: not a member yet; this agent writes nothing until it joins"
+            return (f"unreachable ({where}): not a member yet; this agent writes nothing "
+                    f"until it joins")
         if self.fenced:
-            return "membership not renewed; writes stopped until it is"
-        return (f"membership not renewed; writes stop in {self._time_left():.0f} s "
-                f"unless it is")
+            return f"membership not renewed ({where}); writes stopped until it is"
+        return (f"membership not renewed ({where}); writes stop in "
+                f"{self._time_left():.0f} s unless it is")
 
     def _drop_coordinator_if_never_joined(self):
         """A client that never joined is built afresh on the next try (some drivers

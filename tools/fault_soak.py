@@ -33,8 +33,6 @@ import sys
 import tempfile
 import threading
 import time
-import urllib.error
-import urllib.request
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
@@ -74,21 +72,11 @@ class Agent:
                 stdout=log, stderr=subprocess.STDOUT)
 
     def health(self):
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz",
-                                        timeout=2) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-        except OSError as e:
-            return None, str(e)
+        return fleet.health(self.port, timeout=2)
 
     def metric(self, name):
-        try:
-            return sum(v for k, v in fleet.metrics(self.port).items()
-                       if k.split("{")[0] == name)
-        except OSError:
-            return None
+        """The sum of a metric's samples over all labels (0 while the agent is silent)."""
+        return sum(v for k, v in fleet.metrics(self.port).items() if k.split("{")[0] == name)
 
     def rss_mib(self):
         """The agent's resident memory in MiB (0 once it is gone)."""
@@ -228,8 +216,8 @@ def main(argv=None):
             "simulated_hours": round(real_seconds * args.compress / 3600, 1),
             "outages": outages,
             "changes": changes.made, "changes_refused": changes.refused,
-            "sync_failures": int(agent.metric("rp_reporter_sync_failures_total") or 0),
-            "threads_restarted": int(agent.metric("rp_reporter_threads_restarted_total") or 0),
+            "sync_failures": int(agent.metric("rp_reporter_sync_failures_total")),
+            "threads_restarted": int(agent.metric("rp_reporter_threads_restarted_total")),
             "os_threads_start": threads_start, "os_threads_end": agent.threads(),
             "rss_mib_start": round(rss_start, 1), "rss_mib_end": round(agent.rss_mib(), 1),
             "rss_mib_max": max(s["rss_mib"] for s in samples),

@@ -8,6 +8,7 @@ import concurrent.futures
 import datetime
 import threading
 import time
+import urllib.error
 import urllib.request
 import uuid
 
@@ -21,6 +22,17 @@ IRONIC_VERSION = {"X-OpenStack-Ironic-API-Version": "1.95"}
 # connection per request it does not (and a loopback connect costs next to nothing).
 IRONIC_HEADERS = {**IRONIC_VERSION, "Connection": "close"}
 PLACEMENT = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
+
+
+def health(port, timeout=1):
+    """(status, body) of an agent's /healthz, or (None, "") while it does not answer."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+    except OSError:
+        return None, ""
 
 
 def metrics(port):

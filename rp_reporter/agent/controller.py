@@ -130,7 +130,9 @@ class Agent:
         return True
 
     def create_in_bulk(self, new):
-        should_stop = lambda: self.stopping.is_set() or self.ownership.fenced  # noqa: E731
+        def should_stop():
+            return self.stopping.is_set() or self.ownership.fenced
+
         try:
             for result in self.reconciler.create_in_bulk(new, self._enqueue, should_stop):
                 self.metrics.record_sync(result)

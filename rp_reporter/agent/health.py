@@ -65,7 +65,6 @@ class Supervisor:
         self._why = {}  # name -> why its last thread ended
         self._lock = threading.Lock()
         self.deaths = []  # [(monotonic time, name, why)] not yet recovered from
-        self.restarts = 0
 
     def start(self, name, target):
         with self._lock:
@@ -88,11 +87,6 @@ class Supervisor:
         thread = self._threads[name] = threading.Thread(target=run, name=name, daemon=True)
         thread.start()
 
-    def alive(self):
-        """{name: alive?} of the supervised threads."""
-        with self._lock:
-            return {name: t.is_alive() for name, t in self._threads.items()}
-
     def check(self, extra=()):
         """Start every dead thread again; ``extra``: [(name, why)] that others (the
         work queue) already started again.  Returns what died since the last check."""
@@ -107,7 +101,6 @@ class Supervisor:
                     LOG.error("thread %s died (%s); started again", name, died[-1][1])
         now = time.monotonic()
         self.deaths.extend((now, name, why) for name, why in died)
-        self.restarts += len(died)
         return died
 
     def recovered(self, since):

@@ -30,8 +30,7 @@ class Ownership:
         self.conf = conf
         self.membership = membership or rp_membership.from_conf(conf)
         self.ring = self.ring_of({conf.host})
-        self.ring_joined = False  # a member of the ring at least once
-        self.joined = threading.Event()  # set on the first join
+        self.joined = threading.Event()  # set once a member of the ring, for good
         self._unowned_events = collections.OrderedDict()  # uuid -> when, another's node
         self._lock = threading.Lock()
 
@@ -59,7 +58,7 @@ class Ownership:
     def not_a_member_yet(self):
         """Why this agent has never been a member (the backend's failure, or no answer
         yet), else None."""
-        if self.ring_joined:
+        if self.joined.is_set():
             return None
         return self.membership.down or "no answer yet"
 
@@ -75,8 +74,7 @@ class Ownership:
         self.membership.start()
         while not stopping.is_set():
             members = self.membership.tick()
-            if members and not self.ring_joined:
-                self.ring_joined = True
+            if members:
                 self.joined.set()
             if members and members != self.ring.members:
                 LOG.info("ring members now %s", sorted(members))
@@ -98,7 +96,7 @@ class Ownership:
             fenced = self.membership.fenced
             if fenced and not was_fenced:
                 pause(True)
-                if self.ring_joined:
+                if self.joined.is_set():
                     LOG.warning("fenced: membership not renewed in time, writes stopped")
                 else:
                     LOG.warning("not a member yet: writes wait for the coordination backend")

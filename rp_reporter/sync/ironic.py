@@ -138,6 +138,7 @@ class IronicClient:
         self._client  # noqa: B018 - built, and the version negotiated, on first use
         return tuple(f for f in fields if FIELD_VERSIONS.get(f, MIN_API_VERSION) <=
                      (self.api_version or MIN_API_VERSION))
+
     @property
     def adapter(self):
         return self._adapter

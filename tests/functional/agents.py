@@ -4,8 +4,6 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 from tools import fleet
 from tools import localstack
@@ -55,13 +53,7 @@ class AgentProcess:
 
     def health(self):
         """(status, body) of /healthz, or (None, "") while it does not answer."""
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=1) as r:
-                return r.status, r.read().decode()
-        except urllib.error.HTTPError as e:
-            return e.code, e.read().decode()
-        except OSError:
-            return None, ""
+        return fleet.health(self.port)
 
     def healthy(self):
         return self.health()[0] == 200
