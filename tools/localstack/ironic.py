@@ -9,6 +9,8 @@ from tools.localstack import keystone
 from tools.localstack import process
 
 NAME = "ironic"
+# (service type, name, path) in the Keystone catalog.
+CATALOG = ("baremetal", "ironic", "")
 
 IRONIC_CONF = """\
 [DEFAULT]
@@ -37,7 +39,9 @@ port = {port}
 [dhcp]
 dhcp_provider = none
 [conductor]
-automated_clean = false
+# On in the nova-cloud profile: a node freed by a server's delete goes through
+# cleaning before it is available again, as in production (fake-hardware cleans at once).
+automated_clean = {automated_clean}
 # Off: fake-hardware's power state cannot drift, and at 10,000 nodes the sync
 # (every 120 s by default) outlasts its interval and keeps one core busy for
 # good, beside whatever figure the bench is taking.
@@ -63,7 +67,8 @@ def start(stack):
     port = stack.ports[NAME]
     with open(conf, "w") as f:
         f.write(IRONIC_CONF.format(dir=conf_dir, port=port, transport_url=stack.transport_url,
-                                   auth_strategy=stack.auth, db=stack.database_url(NAME)))
+                                   auth_strategy=stack.auth, db=stack.database_url(NAME),
+                                   automated_clean=stack.nova == "cloud"))
         if stack.database == "sqlite":
             f.write("sqlite_synchronous = false\n")  # [database] is the template's last
         if stack.auth == "keystone":

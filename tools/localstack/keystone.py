@@ -27,8 +27,9 @@ IDENTITIES = {
     "rp-admin": ("service", "admin"),
     "rp-reader": ("service", "reader"),
 }
-# The services' own users for [keystone_authtoken], role service in project service.
-SERVICE_USERS = ("placement", "ironic")
+# A service module's CATALOG is (service type, name, path under its root) and its
+# NAME is its user for [keystone_authtoken] (role service in project service);
+# EXTRA_ROLES adds other grants to that user ((scope, role), as in IDENTITIES).
 
 KEYSTONE_CONF = """\
 [DEFAULT]
@@ -46,20 +47,6 @@ key_repository = {dir}/fernet-keys
 key_repository = {dir}/credential-keys
 """
 
-KEYSTONE_AUTHTOKEN = """\
-[keystone_authtoken]
-www_authenticate_uri = {url}/v3
-auth_url = {url}/v3
-auth_type = password
-username = {user}
-password = {password}
-user_domain_name = Default
-project_name = service
-project_domain_name = Default
-region_name = {region}
-"""
-
-
 def venv_ready():
     return os.path.exists(process.venv_bin("keystone-manage"))
 
@@ -69,15 +56,24 @@ def password(user):
 
 
 def authtoken(stack, user):
-    """The [keystone_authtoken] section of a service behind Keystone."""
-    return KEYSTONE_AUTHTOKEN.format(url=stack.keystone_url, user=user,
-                                     password=password(user), region=REGION)
+    """The [keystone_authtoken] section of a service behind Keystone, as text."""
+    return process.ini({"keystone_authtoken": authtoken_options(stack, user)})
 
 
-def credentials(stack, name):
+def authtoken_options(stack, user):
+    """The options of a service's [keystone_authtoken] section (its user, project service)."""
+    return {"www_authenticate_uri": stack.keystone_url + "/v3",
+            "auth_url": stack.keystone_url + "/v3", "auth_type": "password",
+            "username": user, "password": password(user), "user_domain_name": "Default",
+            "project_name": "service", "project_domain_name": "Default",
+            "region_name": REGION}
+
+
+def credentials(stack, name, scope=None):
     """keystoneauth options for an [ironic] or [placement] section, as identity ``name``
-    (one of IDENTITIES) would use them; endpoints come from the catalog."""
-    scope, _ = IDENTITIES[name]
+    (one of IDENTITIES, or a service's user with ``scope``: "system" or "service")
+    would use them; endpoints come from the catalog."""
+    scope = scope or IDENTITIES[name][0]
     creds = {"auth_type": "password", "auth_url": stack.keystone_url + "/v3",
              "username": name, "password": password(name), "user_domain_name": "Default",
              "region_name": REGION, "valid_interfaces": "internal,public"}
@@ -95,7 +91,7 @@ def admin_token(stack, scope):
 
 def start(stack):
     """Keystone under gunicorn; on first start also its database, keys, bootstrap, the
-    services and endpoints of Placement and Ironic, their users and IDENTITIES."""
+    catalogued services' endpoints and users, and IDENTITIES."""
     conf_dir = stack.service_dir(NAME)
     conf = os.path.join(conf_dir, "keystone.conf")
     fresh = not os.path.exists(conf)
@@ -130,8 +126,9 @@ def start(stack):
 
 
 def register(stack):
-    """Services, endpoints (public and internal, RegionOne), the service users and the
-    test identities, through Keystone's API as the bootstrap admin (system scope)."""
+    """Every catalogued service of the stack (public and internal endpoints, RegionOne),
+    the service users and the test identities, through Keystone's API as the bootstrap
+    admin (system scope)."""
     http = fleet.session({}, auth=admin_token(stack, {"system": {"all": True}}))
     api = stack.keystone_url + "/v3"
 
@@ -140,19 +137,22 @@ def register(stack):
 
     roles = {r["name"]: r["id"]
              for r in fleet.call(http, "GET", api + "/roles", (200,))["roles"]}
-    if "service" not in roles:
-        roles["service"] = post("/roles", "role", {"name": "service"})["id"]
+    for role in ("service", "member", "reader"):
+        if role not in roles:
+            roles[role] = post("/roles", "role", {"name": role})["id"]
     project = post("/projects", "project", {"name": "service", "domain_id": "default"})["id"]
-    for service_type, name, url in (("placement", "placement", stack.placement_url),
-                                    ("baremetal", "ironic", stack.ironic_url)):
+    users = {name: [(scope, role)] for name, (scope, role) in IDENTITIES.items()}
+    for module in stack.catalogued():
+        service_type, name, path = module.CATALOG
         service = post("/services", "service", {"type": service_type, "name": name})["id"]
         for interface in ("public", "internal"):
             post("/endpoints", "endpoint", {"service_id": service, "interface": interface,
-                                            "url": url, "region_id": REGION})
-    users = {name: ("service", "service") for name in SERVICE_USERS}
-    users.update(IDENTITIES)
-    for name, (scope, role) in users.items():
+                                            "url": stack.url(module.NAME) + path,
+                                            "region_id": REGION})
+        users[module.NAME] = [("service", "service"), *getattr(module, "EXTRA_ROLES", ())]
+    for name, grants in users.items():
         user = post("/users", "user", {"name": name, "password": password(name),
                                        "domain_id": "default"})["id"]
-        target = "/system" if scope == "system" else f"/projects/{project}"
-        fleet.call(http, "PUT", f"{api}{target}/users/{user}/roles/{roles[role]}", (204,))
+        for scope, role in grants:
+            target = "/system" if scope == "system" else f"/projects/{project}"
+            fleet.call(http, "PUT", f"{api}{target}/users/{user}/roles/{roles[role]}", (204,))

@@ -11,8 +11,10 @@ NAME = "mariadb"
 DEBS = (("mariadb-server", "/usr/sbin/mariadbd"),)
 # The services' MySQL driver, in the stack's virtualenv.
 VENV_PACKAGES = ("PyMySQL==1.2.4",)
-# Every service that can keep its data here: a database and a user each.
-DATABASES = ("keystone", "placement", "ironic")
+# Every database a stack can keep here, a user each (nova's three are nova's own:
+# its API database, its cell1 and cell0).
+DATABASES = ("keystone", "placement", "ironic", "glance", "neutron", "nova_api", "nova",
+             "nova_cell0")
 
 
 def venv_ready():

@@ -9,6 +9,8 @@ from tools.localstack import keystone
 from tools.localstack import process
 
 NAME = "placement"
+# (service type, name, path) in the Keystone catalog.
+CATALOG = ("placement", "placement", "")
 
 
 def write_conf(stack, conf_dir, conf):

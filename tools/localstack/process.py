@@ -47,6 +47,12 @@ def http_ok(url, headers=None):
         return e.code < 500
 
 
+def ini(sections):
+    """An ini file's text: {section: {option: value}}, in order."""
+    return "".join(f"[{name}]\n" + "".join(f"{k} = {v}\n" for k, v in values.items()) + "\n"
+                   for name, values in sections.items())
+
+
 def wait_until(check, timeout, what, interval=0.2):
     """The monotonic time ``check()`` first held (an exception counts as not yet);
     RuntimeError naming ``what`` after ``timeout`` seconds."""

@@ -16,9 +16,12 @@ import os
 import tempfile
 
 from tools.localstack import etcd
+from tools.localstack import glance
 from tools.localstack import ironic
 from tools.localstack import keystone
 from tools.localstack import mariadb
+from tools.localstack import neutron
+from tools.localstack import nova
 from tools.localstack import placement
 from tools.localstack import process
 from tools.localstack import rabbitmq
@@ -27,13 +30,17 @@ from tools.localstack import redis
 # Each knob of a shape and its choices, the embedded profile's first.
 KNOBS = {"database": ("sqlite", "mariadb"),
          "auth": ("noauth", "keystone"),
-         "coordination": ("redis", "etcd")}
+         "coordination": ("redis", "etcd"),
+         "nova": ("none", "cloud")}
 # Named shapes: what each sets apart from the embedded profile.
 PROFILES = {
     "embedded": {},
     "production": {"database": "mariadb", "auth": "keystone", "coordination": "etcd"},
 }
 PRODUCTION = PROFILES["production"]
+# The production shape with a whole nova in front of it (Glance, Neutron, nova's
+# services; nova-compute services started one by one: start_compute).
+PROFILES["nova-cloud"] = dict(PRODUCTION, nova="cloud")
 # Every service a stack can run, in start order, and whether a shape runs it.
 SERVICES = (
     (rabbitmq, lambda shape: True),
@@ -43,6 +50,9 @@ SERVICES = (
     (keystone, lambda shape: shape["auth"] == "keystone"),
     (placement, lambda shape: True),
     (ironic, lambda shape: True),
+    (glance, lambda shape: shape["nova"] == "cloud"),
+    (neutron, lambda shape: shape["nova"] == "cloud"),
+    (nova, lambda shape: shape["nova"] == "cloud"),
 )
 BY_NAME = {module.NAME: module for module, _ in SERVICES}
 
@@ -58,7 +68,12 @@ def shape_of(**knobs):
     for knob, value in knobs.items():
         if value not in KNOBS[knob]:
             raise ValueError(f"{knob} must be one of {KNOBS[knob]}, not {value!r}")
-    return {knob: knobs.get(knob, choices[0]) for knob, choices in KNOBS.items()}
+    shape = {knob: knobs.get(knob, choices[0]) for knob, choices in KNOBS.items()}
+    if shape["nova"] == "cloud" and (shape["auth"], shape["database"]) != ("keystone",
+                                                                           "mariadb"):
+        raise ValueError("nova=cloud runs behind Keystone on MariaDB (auth=keystone, "
+                         "database=mariadb): the nova-cloud profile")
+    return shape
 
 
 def services_of(shape):
@@ -73,6 +88,9 @@ def install(**knobs):
         debs=[deb for module in modules for deb in getattr(module, "DEBS", ())],
         venv_extras=[(module.VENV_PACKAGES, module.venv_ready) for module in modules
                      if hasattr(module, "VENV_PACKAGES")])
+    for module in modules:  # a service with a virtualenv of its own
+        if hasattr(module, "install"):
+            module.install()
 
 
 def _http(name, doc=None):
@@ -145,6 +163,14 @@ class LocalStack:
         return f"sqlite:///{self.workdir}/{service}/{service}.db"
 
     # -- identities (keystone profile) -----------------------------------
+    def url(self, name):
+        """The http:// address on loopback of the stack's service ``name``."""
+        return f"http://127.0.0.1:{self.ports[name]}"
+
+    def catalogued(self):
+        """The service modules of this stack that Keystone's catalog lists."""
+        return [BY_NAME[name] for name in self.names if hasattr(BY_NAME[name], "CATALOG")]
+
     def credentials(self, name):
         """keystoneauth options for an [ironic] or [placement] section, as identity ``name``
         (one of keystone.IDENTITIES) would use them; endpoints come from the catalog."""
@@ -213,6 +239,18 @@ class LocalStack:
     def restart(self, name):
         self.stop([name])
         self.start_service(name)
+
+    def service(self, name):
+        """The child process ``name`` (one of a service module's several, such as
+        nova-conductor or a nova-compute), made on first use."""
+        if name not in self.services:
+            self.services[name] = process.Service(name, self.workdir)
+        return self.services[name]
+
+    def start_compute(self, host, driver, shard, **sections):
+        """Start (or restart, reconfigured) nova-compute ``host`` (nova-cloud profile):
+        ``driver`` "stock" or "rp_reporter", its own ``[ironic] shard``; returns its log."""
+        return nova.start_compute(self, host, driver, shard, **sections)
 
     def service_dir(self, name):
         """The service's own directory in the work directory (made if missing)."""

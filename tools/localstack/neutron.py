@@ -1,0 +1,85 @@
+"""Neutron, the nova-cloud profile's network service: real neutron-server (its
+WSGI application under gunicorn, ML2 with no mechanism driver and no agent) on
+MariaDB behind Keystone, in a virtualenv of its own (its oslo pins are not
+Ironic's).  Servers there boot with ``--nic none``, so nova creates no port; it
+still lists the server's ports, networks and floating IPs when it deletes one,
+and those reads are what this answers (the router plugin serves floating IPs)."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+from tools.localstack import keystone
+from tools.localstack import process
+
+NAME = "neutron"
+CATALOG = ("network", "neutron", "")
+VENV = os.path.join(os.path.dirname(process.STACK_VENV), "neutron-venv")
+PACKAGES = ("neutron==29.0.0", "gunicorn==27.0.1", "PyMySQL==1.2.4")
+
+NEUTRON_CONF = """\
+[DEFAULT]
+debug = False
+core_plugin = ml2
+service_plugins = router
+auth_strategy = keystone
+api_paste_config = {dir}/api-paste.ini
+state_path = {dir}/state
+notify_nova_on_port_status_changes = False
+notify_nova_on_port_data_changes = False
+[database]
+connection = {db}
+[ml2]
+mechanism_drivers =
+type_drivers = flat
+tenant_network_types =
+extension_drivers =
+[ml2_type_flat]
+flat_networks = *
+[oslo_concurrency]
+lock_path = {dir}/locks
+"""
+
+
+def bin_path(name):
+    return os.path.join(VENV, "bin", name)
+
+
+def install():
+    """neutron into its own virtualenv, when it is not there yet."""
+    if os.path.exists(bin_path("neutron-db-manage")):
+        return
+    process.log(f"installing {' '.join(PACKAGES)} into {VENV}")
+    subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
+    subprocess.run([bin_path("pip"), "install", "-q", *PACKAGES], check=True)
+
+
+def start(stack):
+    conf_dir = stack.service_dir(NAME)
+    conf = os.path.join(conf_dir, "neutron.conf")
+    if not os.path.exists(conf):
+        shutil.copy(os.path.join(VENV, "etc", "neutron", "api-paste.ini"), conf_dir)
+        with open(conf, "w") as f:
+            f.write(NEUTRON_CONF.format(dir=conf_dir, db=stack.database_url(NAME)))
+            f.write(keystone.authtoken(stack, NAME))
+        subprocess.run([bin_path("neutron-db-manage"), "--config-file", conf, "upgrade",
+                        "heads"], check=True, capture_output=True)
+    # neutron's application parses sys.argv with oslo.config, which then refuses
+    # gunicorn's arguments: serve it through a shim that hides them.  The shim also
+    # maps every model before the first request: listing ports reads a relationship
+    # (Port.port_forwardings) that only a model module no ML2 driver of ours imports
+    # defines, so a fresh server's first port listing failed with AttributeError.
+    with open(os.path.join(conf_dir, "neutron_wsgi.py"), "w") as f:
+        f.write("import sys\nsys.argv = sys.argv[:1]\n"
+                "from neutron.wsgi.api import application  # noqa: E402,F401\n"
+                "import neutron.db.migration.models.head  # noqa: E402,F401\n"
+                "from sqlalchemy import orm  # noqa: E402\n"
+                "orm.configure_mappers()\n")
+    stack.services[NAME].spawn(
+        [bin_path("gunicorn"), "-k", "gthread", "-w", "1", "--threads", "4",
+         "--pythonpath", conf_dir, "-b", f"127.0.0.1:{stack.ports[NAME]}",
+         "neutron_wsgi:application"],
+        {"OS_NEUTRON_CONFIG_DIR": conf_dir, "OS_NEUTRON_CONFIG_FILES": "neutron.conf"})
+    process.wait_until(lambda: process.http_ok(stack.url(NAME) + "/"), 90, "neutron-server")
+    process.log(f"neutron on {stack.ports[NAME]}")

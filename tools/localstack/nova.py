@@ -1,0 +1,148 @@
+"""nova, the whole of it, for the nova-cloud profile: nova-api (its WSGI
+application under gunicorn), nova-conductor and nova-scheduler from the stack's
+virtualenv, on MariaDB behind Keystone, cell_v2 set up by nova-manage; and any
+number of nova-compute services (``start_compute``), each its own host with its
+own ``[ironic] shard`` and ``compute_driver``.
+
+The controllers run from the stack's virtualenv, as on a controller that has no
+rp_reporter.  Every nova-compute runs by its own command from the environment of
+the Python running the stack, which has rp_reporter installed with its ``nova``
+extra, as on a compute host an operator set up with ``pip install '.[nova]'``;
+stock nova's driver (``ironic.IronicDriver``) loads from there too.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+from tools.localstack import keystone
+from tools.localstack import mariadb
+from tools.localstack import process
+
+NAME = "nova"
+CATALOG = ("compute", "nova", "/v2.1")
+# nova's [ironic] credentials must be system-scoped (Ironic 39 shows a project-scoped
+# admin no nodes); its writes to nodes (instance_uuid, provisioning) want admin.
+EXTRA_ROLES = (("system", "admin"),)
+VENV_PACKAGES = ("nova==34.0.0",)
+# The drivers a compute service can run, by what the topologies call them.
+DRIVERS = {"stock": "ironic.IronicDriver", "rp_reporter": "rp_reporter.IronicDriver"}
+# Where nova-compute comes from: this Python's environment (rp_reporter[nova]).
+COMPUTE_BIN = os.path.dirname(sys.executable)
+
+
+def venv_ready():
+    return os.path.exists(process.venv_bin("nova-conductor"))
+
+
+def conf_dir(stack):
+    return stack.service_dir(NAME)
+
+
+def common_sections(stack, host):
+    """What every nova service's nova.conf says: the bus, the identities, the endpoints
+    (all from Keystone's catalog) and nova's periodics as configured on the stack."""
+    creds = keystone.credentials(stack, NAME, "service")
+    return {
+        "DEFAULT": {"transport_url": stack.transport_url, "host": host, "debug": "False",
+                    "my_ip": "127.0.0.1",
+                    "state_path": os.path.join(conf_dir(stack), "state", host)},
+        "oslo_concurrency": {"lock_path": os.path.join(conf_dir(stack), "locks")},
+        "placement": creds,
+        "neutron": creds,
+        "glance": {"region_name": keystone.REGION, "valid_interfaces": "internal,public"},
+        "ironic": keystone.credentials(stack, NAME, "system"),
+        "vnc": {"enabled": "False"},
+    }
+
+
+def controller_sections(stack):
+    sections = common_sections(stack, "controller")
+    sections.update({
+        "api_database": {"connection": mariadb.url(stack, "nova_api")},
+        "database": {"connection": mariadb.url(stack, "nova")},
+        # New compute hosts are mapped to the cell by the scheduler, every 2 s.
+        "scheduler": {"discover_hosts_in_cells_interval": "2", "workers": "1"},
+        "conductor": {"workers": "1"},
+    })
+    return sections
+
+
+def write_conf(path, sections):
+    with open(path, "w") as f:
+        f.write(process.ini(sections))
+
+
+def manage(stack, *args):
+    subprocess.run([process.venv_bin("nova-manage"), "--config-file",
+                    os.path.join(conf_dir(stack), "nova.conf"), *args],
+                   check=True, capture_output=True, text=True)
+
+
+def start(stack):
+    """nova-api, nova-conductor, nova-scheduler; on first start the databases and
+    cell_v2 (cell0 and cell1)."""
+    base = conf_dir(stack)
+    conf = os.path.join(base, "nova.conf")
+    fresh = not os.path.exists(conf)
+    if fresh:
+        sections = controller_sections(stack)
+        sections["keystone_authtoken"] = keystone.authtoken_options(stack, NAME)
+        write_conf(conf, sections)
+        shutil.copy(os.path.join(process.STACK_VENV, "etc", "nova", "api-paste.ini"), base)
+        manage(stack, "api_db", "sync")
+        manage(stack, "cell_v2", "map_cell0", "--database_connection",
+               mariadb.url(stack, "nova_cell0"))
+        manage(stack, "cell_v2", "create_cell", "--name", "cell1")
+        manage(stack, "db", "sync")
+    for command in ("nova-conductor", "nova-scheduler"):
+        stack.service(command).spawn([process.venv_bin(command), "--config-file", conf])
+    # nova's application parses sys.argv with oslo.config, which then refuses
+    # gunicorn's arguments: serve it through a shim that hides them.  It loads its
+    # paste pipeline from the first of OS_NOVA_CONFIG_FILES.
+    with open(os.path.join(base, "nova_wsgi.py"), "w") as f:
+        f.write("import sys\nsys.argv = sys.argv[:1]\n"
+                "from nova.wsgi.osapi_compute import application  # noqa: E402,F401\n")
+    stack.services[NAME].spawn(
+        [process.venv_bin("gunicorn"), "-k", "gthread", "-w", "1", "--threads", "8",
+         "--pythonpath", base, "-b", f"127.0.0.1:{stack.ports[NAME]}",
+         "nova_wsgi:application"],
+        {"OS_NOVA_CONFIG_DIR": base, "OS_NOVA_CONFIG_FILES": "api-paste.ini;nova.conf"})
+    process.wait_until(lambda: process.http_ok(stack.url(NAME) + "/v2.1"), 120, "nova-api")
+    process.log(f"nova-api on {stack.ports[NAME]}, nova-conductor, nova-scheduler")
+
+
+def stop(stack):
+    for name in [n for n in stack.services if n.startswith("nova-compute-")]:
+        stack.services[name].stop()
+    for name in ("nova-scheduler", "nova-conductor", NAME):
+        stack.service(name).stop()
+
+
+def compute_conf(stack, host, driver, shard, sections):
+    """The nova.conf of compute service ``host``: no database (nova-conductor is its
+    way to one), ``compute_driver`` one of DRIVERS, its own ``[ironic] shard``, then
+    ``sections`` over it (per key)."""
+    conf = common_sections(stack, host)
+    conf["DEFAULT"]["compute_driver"] = DRIVERS[driver]
+    conf["ironic"]["shard"] = shard
+    for section, values in sections.items():
+        conf.setdefault(section, {}).update(values)
+    return conf
+
+
+def start_compute(stack, host, driver, shard, **sections):
+    """Start (or restart with a new configuration) nova-compute ``host``; returns its
+    log file.  Readiness is the caller's: os-services shows it up."""
+    executable = os.path.join(COMPUTE_BIN, "nova-compute")
+    if not os.path.exists(executable):
+        raise RuntimeError(f"no nova-compute in {COMPUTE_BIN}: the nova-cloud profile runs "
+                           "nova-compute from this Python's environment; install rp_reporter "
+                           "there with its nova extra (pip install '.[nova]')")
+    path = os.path.join(conf_dir(stack), f"compute-{host}.conf")
+    write_conf(path, compute_conf(stack, host, driver, shard, sections))
+    service = stack.service(f"nova-compute-{host}")
+    service.stop()
+    service.spawn([executable, "--config-file", path])
+    return os.path.join(stack.workdir, f"nova-compute-{host}.log")

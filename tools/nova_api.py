@@ -1,0 +1,106 @@
+"""nova's compute API as a user and an operator drive it (flavors, servers, services,
+instance actions), for the nova-cloud tests, benchmark and demo; like tools.fleet,
+it plays the people around the code under test, never the code itself."""
+
+import time
+
+from tools import fleet
+
+MICROVERSION = {"OpenStack-API-Version": "compute 2.95"}
+# A bare-metal flavor: one unit of the node's class and none of the virtual resources
+# (nova's Ironic documentation's recipe).
+NO_VIRTUAL = {"resources:VCPU": "0", "resources:MEMORY_MB": "0", "resources:DISK_GB": "0"}
+
+
+class Nova:
+    def __init__(self, stack):
+        self.url = stack.url("nova") + "/v2.1"
+        self.http = fleet.session(MICROVERSION, auth=stack.admin_auth("compute"))
+        images = fleet.call(self.http, "GET", stack.url("glance") + "/v2/images", (200,))
+        self.image = images["images"][0]["id"]
+
+    def _call(self, method, path, expect=(200, 201, 202, 204), **kw):
+        return fleet.call(self.http, method, self.url + path, expect, **kw)
+
+    # -- flavors ---------------------------------------------------------------
+    def flavor(self, name, resource_class):
+        """A flavor asking for one unit of ``resource_class`` (a normalized CUSTOM_ name);
+        made on first use."""
+        for flavor in self._call("GET", "/flavors")["flavors"]:
+            if flavor["name"] == name:
+                return flavor["id"]
+        flavor = self._call("POST", "/flavors", json={"flavor": {
+            "name": name, "ram": 1, "vcpus": 1, "disk": 0}})["flavor"]["id"]
+        self._call("POST", f"/flavors/{flavor}/os-extra_specs", json={"extra_specs": {
+            f"resources:{resource_class}": "1", **NO_VIRTUAL}})
+        return flavor
+
+    # -- servers ---------------------------------------------------------------
+    def boot(self, name, flavor):
+        """A server with no network; its id."""
+        return self._call("POST", "/servers", json={"server": {
+            "name": name, "flavorRef": flavor, "imageRef": self.image,
+            "networks": "none"}})["server"]["id"]
+
+    def server(self, server):
+        """The server, or None once it is gone."""
+        resp = self.http.get(f"{self.url}/servers/{server}", timeout=30)
+        if resp.status_code == 404:
+            return None
+        assert resp.status_code == 200, f"GET server {server}: {resp.status_code} {resp.text}"
+        return resp.json()["server"]
+
+    def wait_built(self, server, timeout=180):
+        """The server once it is ACTIVE or ERROR (AssertionError after ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = self.server(server)
+            if found["status"] in ("ACTIVE", "ERROR"):
+                return found
+            time.sleep(0.5)
+        raise AssertionError(f"server {server} still {found['status']} after {timeout} s")
+
+    def delete(self, server):
+        self._call("DELETE", f"/servers/{server}", expect=(204, 404))
+
+    def wait_gone(self, server, timeout=120):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.server(server) is None:
+                return
+            time.sleep(0.5)
+        raise AssertionError(f"server {server} not gone after {timeout} s")
+
+    def reboot(self, server):
+        self._call("POST", f"/servers/{server}/action", json={"reboot": {"type": "HARD"}})
+
+    def attempts(self, server):
+        """How many times a compute service started building the server (1 when it
+        was never rescheduled): the create action's build events."""
+        actions = self._call("GET", f"/servers/{server}/os-instance-actions")
+        create = next(a for a in actions["instanceActions"] if a["action"] == "create")
+        events = self._call("GET", f"/servers/{server}/os-instance-actions/"
+                                   f"{create['request_id']}")["instanceAction"]["events"]
+        return sum(e["event"] == "compute__do_build_and_run_instance" for e in events)
+
+    # -- compute services --------------------------------------------------------
+    def compute_service(self, host):
+        """nova-compute ``host``'s os-services record, or None before it registered."""
+        services = self._call("GET", f"/os-services?binary=nova-compute&host={host}")
+        return (services["services"] or [None])[0]
+
+    def set_service_status(self, host, enabled):
+        service = self.compute_service(host)
+        self._call("PUT", f"/os-services/{service['id']}", json={
+            "status": "enabled" if enabled else "disabled",
+            **({} if enabled else {"disabled_reason": "test"})})
+
+    def compute_up(self, host):
+        service = self.compute_service(host)
+        return bool(service) and service["state"] == "up"
+
+    def hypervisor_nodes(self, host):
+        """The node uuids nova's compute node records place on ``host``."""
+        found = self._call("GET", "/os-hypervisors/detail")
+        return {h["hypervisor_hostname"] for h in found["hypervisors"]
+                if h["service"]["host"] == host}
