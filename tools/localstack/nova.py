@@ -75,9 +75,21 @@ def write_conf(path, sections):
 
 
 def manage(stack, *args):
-    subprocess.run([process.venv_bin("nova-manage"), "--config-file",
-                    os.path.join(conf_dir(stack), "nova.conf"), *args],
-                   check=True, capture_output=True, text=True)
+    """nova-manage with the controllers' nova.conf; its output."""
+    return subprocess.run([process.venv_bin("nova-manage"), "--config-file",
+                           os.path.join(conf_dir(stack), "nova.conf"), *args],
+                          check=True, capture_output=True, text=True).stdout
+
+
+def wait_mapped(stack, host, timeout=180):
+    """Until nova-compute ``host`` has reported its compute nodes and is mapped to its
+    cell (``nova-manage cell_v2 discover_hosts``, as deployment tools run it once a new
+    compute service is up: the scheduler's own periodic discovery may come a minute
+    later, and a boot before it fails with "Host ... is not mapped to any cell")."""
+    def mapped():
+        manage(stack, "cell_v2", "discover_hosts")
+        return f" {host} " in manage(stack, "cell_v2", "list_hosts")
+    process.wait_until(mapped, timeout, f"nova-compute {host} mapped to cell1", interval=1)
 
 
 def start(stack):
