@@ -4,6 +4,9 @@ Shows who owns what, what Placement holds, and one live change arriving through
 Ironic's notifications.
 
     tox -e demo            (or: python -m tools.demo)
+
+With a whole nova in front, a server booted onto a node the agents reported:
+tools/demo_nova.py (tox -e demo-nova).
 """
 
 import json

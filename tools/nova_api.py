@@ -76,9 +76,12 @@ class Nova:
 
     def attempts(self, server):
         """How many times a compute service started building the server (1 when it
-        was never rescheduled): the create action's build events."""
+        was never rescheduled; 0 when the scheduler found no host at all, and nova
+        records no action for such a server): the create action's build events."""
         actions = self._call("GET", f"/servers/{server}/os-instance-actions")
-        create = next(a for a in actions["instanceActions"] if a["action"] == "create")
+        create = next((a for a in actions["instanceActions"] if a["action"] == "create"), None)
+        if create is None:
+            return 0
         events = self._call("GET", f"/servers/{server}/os-instance-actions/"
                                    f"{create['request_id']}")["instanceAction"]["events"]
         return sum(e["event"] == "compute__do_build_and_run_instance" for e in events)
@@ -99,8 +102,11 @@ class Nova:
         service = self.compute_service(host)
         return bool(service) and service["state"] == "up"
 
-    def hypervisor_nodes(self, host):
-        """The node uuids nova's compute node records place on ``host``."""
-        found = self._call("GET", "/os-hypervisors/detail")
-        return {h["hypervisor_hostname"] for h in found["hypervisors"]
-                if h["service"]["host"] == host}
+    def compute_nodes(self):
+        """{node uuid: [host of each compute node record for it]} (one each, when no
+        node is double-claimed)."""
+        found = {}
+        for hypervisor in self._call("GET", "/os-hypervisors/detail")["hypervisors"]:
+            found.setdefault(hypervisor["hypervisor_hostname"], []).append(
+                hypervisor["service"]["host"])
+        return found

@@ -22,15 +22,23 @@ import subprocess
 import pytest
 
 from tests.functional.agents import AgentProcess
+from tests.nova_cloud import churn
 from tools import fleet
 from tools import localstack
 from tools import nova_api
 from tools.localstack import neutron
 from tools.localstack import process
 
-# name -> (nova-compute's driver, how many agents)
-TOPOLOGIES = {"stock": ("stock", 0), "A": ("stock", 1), "B": ("rp_reporter", 0),
-              "C": ("rp_reporter", 2)}
+# nova's refresh intervals shortened for the churn measure (test_churn.py): the resource
+# tracker every 10 s, its provider cache refreshed from Placement every 30 s.
+CHURN_NOVA = {"DEFAULT": {"update_resources_interval": "10"},
+              "compute": {"resource_provider_association_refresh": "30"}}
+# name -> (nova-compute's driver, how many agents, nova.conf sections over the defaults).
+# The -churn topologies are A and C left alone for the whole session, nothing changing
+# in Ironic, their churn measured by test_churn.py (run last) over the session.
+TOPOLOGIES = {"stock": ("stock", 0, {}), "A": ("stock", 1, {}), "B": ("rp_reporter", 0, {}),
+              "C": ("rp_reporter", 2, {}), "A-churn": ("stock", 1, CHURN_NOVA),
+              "C-churn": ("rp_reporter", 2, CHURN_NOVA)}
 NODES = 8  # per topology
 RESULTS = pathlib.Path(os.environ.get("RP_BENCH_RESULTS", "bench-results")) / "nova-cloud.json"
 
@@ -47,6 +55,7 @@ class Topology:
     nodes: list
     agents: list
     compute_log: str
+    nova_sections: dict = dataclasses.field(default_factory=dict)
 
     def compute_log_text(self):
         return pathlib.Path(self.compute_log).read_text()
@@ -57,8 +66,11 @@ class Cloud:
     stack: localstack.LocalStack
     nova: nova_api.Nova
     placement: fleet.Placement
-    topologies: dict
+    topologies: dict      # every topology's agents are stopped with the cloud
     results: dict
+    agent_dir: pathlib.Path
+    churn_timer: object = None   # test_churn.py's window: its start snapshots, taken
+    churn_start: dict = None     # churn.WARM_UP after the cloud is up
 
     def candidates(self, topology):
         """The providers nova's scheduler would be offered for one unit of the
@@ -76,6 +88,30 @@ def start_agents(stack, topology, tmp_path, count):
             for i in range(count)]
 
 
+def add_topology(stack, nova, tmp_path, name, driver, agents, resource_class=None,
+                 nova_sections=None):
+    """Topology ``name``: its shard with NODES new nodes of ``resource_class`` (its own
+    by default), ``agents`` agents on that shard (started first, so their providers
+    exist before nova-compute sees the nodes), and its nova-compute started."""
+    shard = f"shard-{name.lower()}"
+    ironic = fleet.Ironic(stack.ironic_url, shard, auth=stack.admin_auth("baremetal"))
+    resource_class = resource_class or f"baremetal-{name.lower()}"
+    placement_class = "CUSTOM_" + resource_class.upper().replace("-", "_")
+    topology = Topology(name, driver, f"compute-{name.lower()}", shard, placement_class,
+                        nova.flavor(f"bm-{resource_class}", placement_class), ironic,
+                        ironic.create_many(NODES, resource_class=resource_class), [], "",
+                        nova_sections or {})
+    topology.agents = start_agents(stack, topology, tmp_path, agents)
+    topology.compute_log = stack.start_compute(topology.host, driver, shard,
+                                               **topology.nova_sections)
+    return topology
+
+
+def pytest_collection_modifyitems(items):
+    """The churn measure last: it spans the session (test_churn.py)."""
+    items.sort(key=lambda item: item.module.__name__.endswith("test_churn"))
+
+
 @pytest.fixture(scope="session")
 def cloud(tmp_path_factory):
     stack = localstack.LocalStack(str(tmp_path_factory.mktemp("cloud")),
@@ -86,22 +122,14 @@ def cloud(tmp_path_factory):
         nova = nova_api.Nova(stack)
         placement = fleet.Placement(stack.placement_url, auth=stack.admin_auth("placement"))
         agent_dir = tmp_path_factory.mktemp("agents")
-        for name, (driver, agents) in TOPOLOGIES.items():
-            shard = f"shard-{name.lower()}"
-            ironic = fleet.Ironic(stack.ironic_url, shard, auth=stack.admin_auth("baremetal"))
-            rc = f"baremetal-{name.lower()}"
-            topology = Topology(
-                name, driver, f"compute-{name.lower()}", shard,
-                f"CUSTOM_BAREMETAL_{name.upper()}", nova.flavor(f"bm-{name.lower()}",
-                                                                f"CUSTOM_BAREMETAL_{name.upper()}"),
-                ironic, ironic.create_many(NODES, resource_class=rc), [], "")
-            # The agents first: their providers exist before nova-compute sees the nodes.
-            topology.agents = start_agents(stack, topology, agent_dir, agents)
-            topology.compute_log = stack.start_compute(topology.host, driver, shard)
-            topologies[name] = topology
+        for name, (driver, agents, sections) in TOPOLOGIES.items():
+            topologies[name] = add_topology(stack, nova, agent_dir, name, driver, agents,
+                                            nova_sections=sections)
         for topology in topologies.values():
             stack.wait_compute_mapped(topology.host)
-        cloud = Cloud(stack, nova, placement, topologies, {"versions": versions(stack)})
+        cloud = Cloud(stack, nova, placement, topologies, {"versions": versions(stack)},
+                      agent_dir)
+        cloud.churn_timer = churn.start_after_warm_up(cloud, ("A-churn", "C-churn"))
         yield cloud
         # What the tests measured, whether they passed or not.
         RESULTS.parent.mkdir(parents=True, exist_ok=True)

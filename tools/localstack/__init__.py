@@ -14,15 +14,21 @@ database per service; Placement then runs several gunicorn workers),
 ``auth="keystone"`` (a real Keystone, Placement and Ironic behind
 ``[keystone_authtoken]`` with their release policy defaults, the identities of
 ``IDENTITIES``) and ``coordination="etcd"`` (a private etcd instead of Redis).
-``LocalStack.production()`` is all three: the shape operators run.
+``LocalStack.production()`` is all three: the shape operators run.  The fourth
+knob, ``nova="cloud"`` (profile ``nova-cloud``: production plus it), puts a whole
+nova in front: Glance (file store, one tiny image), real neutron-server (ML2, no
+agent), nova-api, nova-conductor and nova-scheduler on MariaDB behind Keystone,
+cell_v2 set up; nova-compute services start one by one (``start_compute``), each
+its own host, shard and driver, from this Python's environment.
 
     python -m tools.localstack up            # start everything, print the config, wait for ^C
     python -m tools.localstack up --profile production      # MariaDB + Keystone + etcd
     python -m tools.localstack up --database mariadb        # any knob on its own
+    python -m tools.localstack up --profile nova-cloud      # production + a whole nova
     python -m tools.localstack install [--profile production]  # only install what is missing
 
 One module per service (rabbitmq, redis, etcd, mariadb, keystone, placement,
-ironic), process.py for what they share (processes, ports, the virtualenv),
+ironic, glance, neutron, nova), process.py for what they share (processes, ports, the virtualenv),
 stack.py for LocalStack and the profiles that compose them, __main__.py for
 the command line.  This module only names what others import.
 """

@@ -1,7 +1,7 @@
 """Real OpenStack services on loopback, for the functional tests and the demo.
 
-    python -m tools.localstack up [--profile production] [--database ...] [--dir DIR]
-    python -m tools.localstack install [--profile production]
+    python -m tools.localstack up [--profile production|nova-cloud] [--database ...] [--dir DIR]
+    python -m tools.localstack install [--profile production|nova-cloud]
 
 ``up`` starts a stack, prints a ready rp_reporter config file and the services'
 addresses as JSON, and waits for ^C (or SIGTERM), then stops it.
@@ -23,7 +23,8 @@ def main(argv=None):
     parser.add_argument("action", choices=["up", "install"])
     parser.add_argument("--dir", help="work directory (default: a new temporary one)")
     parser.add_argument("--profile", choices=list(localstack.PROFILES), default="embedded",
-                        help="production: MariaDB + Keystone + etcd (the knobs below override)")
+                        help="production: MariaDB + Keystone + etcd; nova-cloud: production with "
+                             "Glance, Neutron and nova's controllers (the knobs below override)")
     for knob, choices in localstack.KNOBS.items():
         parser.add_argument(f"--{knob}", choices=list(choices))
     args = parser.parse_args(argv)
@@ -47,6 +48,8 @@ def main(argv=None):
             shown["credentials"] = {name: stack.credentials(name) for name in localstack.IDENTITIES}
         if stack.database == "mariadb":
             shown["mariadb"] = stack.mariadb
+        if stack.nova == "cloud":  # nova-compute services: stack.start_compute()
+            shown.update({name: stack.url(name) for name in ("nova", "glance", "neutron")})
         print(json.dumps(shown, indent=2), flush=True)
         while True:
             signal.pause()  # until SIGINT or SIGTERM unwinds to the finally below

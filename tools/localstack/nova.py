@@ -47,6 +47,8 @@ def common_sections(stack, host):
     return {
         "DEFAULT": {"transport_url": stack.transport_url, "host": host, "debug": "False",
                     "my_ip": "127.0.0.1",
+                    # A stopped service's pool threads get this long (default 60 s).
+                    "graceful_shutdown_timeout": "5",
                     "state_path": os.path.join(conf_dir(stack), "state", host)},
         "oslo_concurrency": {"lock_path": os.path.join(conf_dir(stack), "locks")},
         "placement": creds,
@@ -65,6 +67,8 @@ def controller_sections(stack):
         # New compute hosts are mapped to the cell by the scheduler, every 2 s.
         "scheduler": {"discover_hosts_in_cells_interval": "2", "workers": "1"},
         "conductor": {"workers": "1"},
+        # Tests boot more servers than the default quota (10 instances) allows.
+        "quota": {"instances": "-1", "cores": "-1", "ram": "-1"},
     })
     return sections
 
@@ -126,10 +130,10 @@ def start(stack):
 
 
 def stop(stack):
-    for name in [n for n in stack.services if n.startswith("nova-compute-")]:
-        stack.services[name].stop()
-    for name in ("nova-scheduler", "nova-conductor", NAME):
-        stack.service(name).stop()
+    process.stop_all([service for name, service in stack.services.items()
+                      if name.startswith("nova-compute-")]
+                     + [stack.service(name) for name in ("nova-scheduler", "nova-conductor",
+                                                         NAME)])
 
 
 def compute_conf(stack, host, driver, shard, sections):

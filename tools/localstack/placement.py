@@ -9,6 +9,8 @@ from tools.localstack import keystone
 from tools.localstack import process
 
 NAME = "placement"
+# [placement] allocation_conflict_retry_count under a whole nova (see write_conf).
+ALLOCATION_TRIES = int(os.environ.get("RP_PLACEMENT_ALLOCATION_TRIES", 1))
 # (service type, name, path) in the Keystone catalog.
 CATALOG = ("placement", "placement", "")
 
@@ -31,6 +33,14 @@ def write_conf(stack, conf_dir, conf):
             f.write("sqlite_synchronous = false\n")
         else:
             f.write("max_pool_size = 10\nmax_overflow = 20\n")
+        if stack.nova == "cloud":
+            # Placement's server-side retry of an allocation write that met a generation
+            # conflict re-checks capacity against usages read earlier in the same
+            # transaction: concurrent boots then booked one single-unit provider twice
+            # (nova's driver refuses the second build: "Chosen ironic node ... is not
+            # available").  With one try the conflict goes back to nova's scheduler,
+            # which claims its next host (doc/operator-guide.md, section 1).
+            f.write(f"[placement]\nallocation_conflict_retry_count = {ALLOCATION_TRIES}\n")
 
 
 def start(stack):

@@ -1,0 +1,46 @@
+"""Who writes the providers when nova-compute and the agents both report them (issue
+item 4), measured, not derived: topologies A-churn (stock nova's driver beside an
+agent) and C-churn (rp_reporter's driver and two agents), 8 nodes each, nothing
+changing in Ironic, nova's refresh intervals shortened (conftest.CHURN_NOVA), the
+agents' reconcile every 60 s.  The window opens churn.WARM_UP after the cloud is up
+and spans the session (this test runs last) for at least CHURN_SECONDS; the counts
+are scaled to an hour.
+
+The promise tested is C's: the driver and the agents write the same content, so with
+nothing changing nobody writes and nova logs no conflict.  A's figures are what the
+operator guide cites for running agents beside stock nova.
+"""
+
+import os
+import time
+
+from tests.nova_cloud import churn
+from tests.nova_cloud.conftest import CHURN_NOVA
+
+CHURN_SECONDS = float(os.environ.get("RP_CHURN_SECONDS", 600))
+MEASURED = ("A-churn", "C-churn")
+
+
+def test_churn_with_nova_and_the_agents_both_reporting(cloud):
+    cloud.churn_timer.join()
+    start = cloud.churn_start
+    remaining = CHURN_SECONDS - (time.monotonic() - min(s["at"] for s in start.values()))
+    time.sleep(max(remaining, 0))
+    rows = []
+    for name in MEASURED:
+        end = churn.snapshot(cloud, cloud.topologies[name])
+        delta = {k: end[k] - start[name][k] for k in end}
+        hours = delta.pop("at") / 3600
+        row = {"topology": name.split("-")[0], "hours": round(hours, 4),
+               "nodes": len(cloud.topologies[name].nodes),
+               "settings": {"nova": CHURN_NOVA, "agents": {"reconcile_interval_s": 60}},
+               **{f"{k}_per_hour": round(v / hours, 1) for k, v in delta.items()},
+               "trait_writes_per_hour": round(delta["agent_trait_writes"] / hours, 1),
+               "conflicts_per_hour": round(
+                   (delta["agent_conflicts"] + delta["nova_error_lines"]) / hours, 1)}
+        rows.append(row)
+        print(f"\nchurn {name}: {row}")
+    cloud.results["churn"] = rows
+    c = rows[1]
+    assert c["provider_writes_per_hour"] == 0, c
+    assert c["nova_error_lines_per_hour"] == 0, c

@@ -1,0 +1,105 @@
+"""The demo with a whole nova in front (``tox -e demo-nova``, or ``python -m
+tools.demo_nova`` where rp_reporter is installed with its nova extra): Keystone, Glance,
+Neutron, Placement and Ironic on MariaDB, nova's services by their own commands, six
+sample nodes, two rp-reporter-agent processes on an etcd ring and one nova-compute
+with rp_reporter's driver (topology C).  A server is booted through nova-api onto a
+node the agents reported; a node put into maintenance leaves what nova is offered;
+the server's delete frees its node, and the demo times how soon nova is offered it
+again.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+from tools import fleet
+from tools import localstack
+from tools import nova_api
+from tools.demo import table
+from tools.demo import wait
+
+SHARD = "demo"
+RESOURCE_CLASS = "baremetal-gold"
+PLACEMENT_CLASS = "CUSTOM_BAREMETAL_GOLD"
+
+
+def offered(placement):
+    found = placement._call("GET", f"/allocation_candidates?resources={PLACEMENT_CLASS}:1"
+                                   "&root_required=OWNER_NOVA,!COMPUTE_STATUS_DISABLED")
+    return set(found["provider_summaries"])
+
+
+def start_agent(stack, workdir, name):
+    conf = os.path.join(workdir, f"{name}.conf")
+    with open(conf, "w") as f:
+        f.write(stack.reporter_conf(
+            DEFAULT={"host": name}, ironic={"shard": SHARD},
+            agent={"metrics_bind": f"127.0.0.1:{localstack.free_port()}"}))
+    return subprocess.Popen([sys.executable, "-m", "rp_reporter.agent", "--config-file", conf],
+                            stdout=subprocess.DEVNULL,
+                            stderr=open(os.path.join(workdir, f"{name}.log"), "w"))
+
+
+def main():
+    workdir = tempfile.mkdtemp(prefix="rp-demo-nova-")
+    stack = localstack.LocalStack(workdir, **localstack.PROFILES["nova-cloud"])
+    agents = []
+    try:
+        stack.start()
+        ironic = fleet.Ironic(stack.ironic_url, SHARD, auth=stack.admin_auth("baremetal"))
+        placement = fleet.Placement(stack.placement_url, auth=stack.admin_auth("placement"))
+        nova = nova_api.Nova(stack)
+        nodes = ironic.create_many(6, resource_class=RESOURCE_CLASS)
+        print(f"\n{len(nodes)} nodes in Ironic (class {RESOURCE_CLASS}); starting two agents "
+              "and nova-compute with compute_driver = rp_reporter.IronicDriver", flush=True)
+        agents = [start_agent(stack, workdir, f"agent-{i}") for i in range(2)]
+        stack.start_compute("compute-demo", "rp_reporter", SHARD)
+        stack.wait_compute_mapped("compute-demo")
+        flavor = nova.flavor("bm-gold", PLACEMENT_CLASS)
+        if not wait(lambda: offered(placement) == set(nodes), 120):
+            raise SystemExit("nova was not offered every node within 120 s")
+
+        started = time.monotonic()
+        server = nova.boot("demo-server", flavor)
+        built = nova.wait_built(server)
+        node = built["OS-EXT-SRV-ATTR:hypervisor_hostname"]
+        print(f"\n== a server booted through nova-api ==\n{server}: {built['status']} in "
+              f"{time.monotonic() - started:.1f} s on node {node[:8]} "
+              f"(host {built['OS-EXT-SRV-ATTR:host']})")
+
+        free = next(n for n in nodes if n != node)
+        started = time.monotonic()
+        ironic.set_maintenance(free, True)
+        gone = wait(lambda: free not in offered(placement), 10)
+        print(f"\n== maintenance ==\nnode {free[:8]} into maintenance: "
+              + (f"no longer offered to nova's scheduler after "
+                 f"{1000 * (time.monotonic() - started):.0f} ms" if gone
+                 else "still offered after 10 s"))
+
+        nova.delete(server)
+        usable = wait(lambda: ironic.get(node)["provision_state"] == "available"
+                      and not ironic.get(node)["instance_uuid"], 120)
+        usable_at = time.monotonic()
+        back = usable and wait(lambda: node in offered(placement), 60)
+        print(f"\n== the freed node ==\nnode {node[:8]} cleaned and available in Ironic; "
+              + (f"offered to nova again {1000 * (time.monotonic() - usable_at):.0f} ms later"
+                 if back else "not offered again within 60 s"))
+        rows = []
+        for uuid in nodes:
+            rp = placement.provider(uuid)
+            total, reserved, _ = rp["inventories"][PLACEMENT_CLASS]
+            rows.append((uuid[:8], ironic.get(uuid)["provision_state"]
+                         + (" +maint" if uuid == free else ""), reserved,
+                         " ".join(sorted(t for t in rp["traits"] if t in (
+                             "OWNER_NOVA", "COMPUTE_NODE", "CUSTOM_RPR_MANAGED")))))
+        print("\n== Placement now holds ==")
+        print(table(rows, ("node", "ironic state", "reserved", "traits")))
+    finally:
+        localstack.terminate(agents)
+        stack.stop()
+
+
+if __name__ == "__main__":
+    main()
