@@ -2,6 +2,7 @@
 instance actions), for the nova-cloud tests, benchmark and demo; like tools.fleet,
 it plays the people around the code under test, never the code itself."""
 
+import datetime
 import time
 
 from tools import fleet
@@ -98,9 +99,15 @@ class Nova:
             "status": "enabled" if enabled else "disabled",
             **({} if enabled else {"disabled_reason": "test"})})
 
-    def compute_up(self, host):
+    def compute_up(self, host, since=None):
+        """nova-compute ``host`` is up (and, with ``since``, a naive UTC datetime, has
+        reported after it: a service restarted then has run its resource tracker's
+        start-up pass, which nova-compute finishes before it first reports)."""
         service = self.compute_service(host)
-        return bool(service) and service["state"] == "up"
+        if not service or service["state"] != "up":
+            return False
+        return since is None or datetime.datetime.fromisoformat(
+            service["updated_at"]).replace(tzinfo=None) > since
 
     def compute_nodes(self):
         """{node uuid: [host of each compute node record for it]} (one each, when no

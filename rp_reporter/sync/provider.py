@@ -183,6 +183,10 @@ class ProviderSync:
         entry that the listing contradicts is dropped, so the sync re-reads.
         """
         if listed is None:
+            # Not in the listing of marked providers: whatever the cache says of it is
+            # stale (another writer, stock nova-compute among them, removed the marker,
+            # or it was deleted), so the sync that follows reads it afresh.
+            self.forget(desired.uuid)
             return planner.plan(desired, None) == ()
         with self._lock:
             cached = self._cache.get(desired.uuid)

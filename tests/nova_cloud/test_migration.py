@@ -7,6 +7,8 @@ still ACTIVE on its node and host, its allocation unchanged, every node with exa
 one provider (uuid and name the node's) and one compute node record on its own
 service, no provider deleted.  At the end a new server boots and is deleted."""
 
+import datetime
+
 import pytest
 
 from tests.functional.agents import wait_for
@@ -19,18 +21,13 @@ CLASS = "baremetal-migrating"
 SERVERS = 4
 
 
-def reported_since(topology, mark):
-    """True once the service's resource tracker finished a pass after log size ``mark``
-    (nova logs its final resource view per node at the end of each pass)."""
-    return "Final resource view" in topology.compute_log_text()[mark:]
-
-
 def switch(cloud, topology, driver):
-    mark = len(topology.compute_log_text())
+    """Restart the service on ``driver``; return once it has reported its nodes."""
+    restarted = datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
     topology.driver = driver
     cloud.stack.start_compute(topology.host, driver, topology.shard, **topology.nova_sections)
-    wait_for(lambda: cloud.nova.compute_up(topology.host) and reported_since(topology, mark),
-             180, f"{topology.host} up on {driver} and reported")
+    wait_for(lambda: cloud.nova.compute_up(topology.host, since=restarted), 180,
+             f"{topology.host} up on {driver} and reported")
 
 
 @pytest.fixture(scope="module")

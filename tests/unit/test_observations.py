@@ -145,3 +145,23 @@ def test_a_read_ahead_that_outlives_its_pass_is_dropped():
     # Its answer counts for no pass: the entry is as it was, due again in its turn.
     (row,) = syncer.snapshot()["entries"].values()
     assert syncer.snapshot()["traits"][row[2]] == sorted({"CUSTOM_A", model.MANAGED_TRAIT})
+
+
+def test_a_cached_provider_the_listing_no_longer_shows_is_read_again():
+    """Stock nova-compute replaces a provider's traits with the node's and its own, so
+    the marker goes and the agents' listing of marked providers stops showing it (seen
+    in tests/nova_cloud: the agent trusted its cache, in step, for as long as the
+    rolling re-verification let it).  Unlisted means the cache is stale: the sync reads
+    the provider and puts the marker back."""
+    (u,) = entries(1)
+    desired = model.Desired(u, u, "CUSTOM_GOLD", 0, frozenset({"CUSTOM_A"}))
+    placement = ReadingPlacement({u: Observed(u, 4, GOLD, frozenset({"CUSTOM_A"}))})
+    syncer = provider.ProviderSync(placement, reverify_passes=PERIOD)
+    syncer.restore(observations.dump({u: Observed(u, 3, GOLD, frozenset(
+        {"CUSTOM_A", model.MANAGED_TRAIT}))}, pass_number=0))
+    syncer.start_pass()
+    assert not syncer.in_step(desired, None)  # not listed
+    result = syncer.sync(desired, provider.USE_CACHE, dry_run=True)
+    assert placement.reads == 1
+    assert [op.kind for op in result.ops] == ["traits"]
+    assert model.MANAGED_TRAIT in result.ops[0].traits

@@ -28,7 +28,7 @@ enabled_inspect_interfaces = no-inspect
 enabled_network_interfaces = noop
 enabled_raid_interfaces = no-raid
 enabled_rescue_interfaces = no-rescue
-enabled_vendor_interfaces = no-vendor
+enabled_vendor_interfaces = {vendor_interfaces}
 default_network_interface = noop
 notification_level = info
 versioned_notifications_topics = ironic_versioned_notifications
@@ -61,6 +61,20 @@ connection = {db}
 """
 
 
+# Under a whole nova, automated cleaning takes CLEANING_SECONDS, as it takes time on real
+# hardware (minutes): fake-hardware's one clean step (the fake vendor interface's, at
+# priority 1) sleeps that long.  Instant cleaning would end before nova-compute's delete
+# has released the server's allocation (it polls Ironic every 2 s), an order real
+# hardware never shows.
+CLEANING_SECONDS = 3
+CLEANING_TAKES_TIME = f"""\
+[DEFAULT]
+default_vendor_interface = fake
+[fake]
+vendor_delay = {CLEANING_SECONDS}
+"""
+
+
 def start(stack):
     conf_dir = stack.service_dir(NAME)
     conf = os.path.join(conf_dir, "ironic.conf")
@@ -68,11 +82,15 @@ def start(stack):
     with open(conf, "w") as f:
         f.write(IRONIC_CONF.format(dir=conf_dir, port=port, transport_url=stack.transport_url,
                                    auth_strategy=stack.auth, db=stack.database_url(NAME),
-                                   automated_clean=stack.nova == "cloud"))
+                                   automated_clean=stack.nova == "cloud",
+                                   vendor_interfaces=("fake,no-vendor" if stack.nova == "cloud"
+                                                      else "no-vendor")))
         if stack.database == "sqlite":
             f.write("sqlite_synchronous = false\n")  # [database] is the template's last
         if stack.auth == "keystone":
             f.write(keystone.authtoken(stack, NAME))
+        if stack.nova == "cloud":
+            f.write(CLEANING_TAKES_TIME)
     marker = os.path.join(conf_dir, "schema-created")
     if not os.path.exists(marker):
         subprocess.run([process.venv_bin("ironic-dbsync"), "--config-file", conf,
