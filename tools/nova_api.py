@@ -72,6 +72,14 @@ class Nova:
             time.sleep(0.5)
         raise AssertionError(f"server {server} not gone after {timeout} s")
 
+    def delete_all(self, flavor):
+        """Delete every server of this flavor (any project) and wait until they are gone."""
+        servers = self._call("GET", f"/servers?all_tenants=1&flavor={flavor}")["servers"]
+        for server in servers:
+            self.delete(server["id"])
+        for server in servers:
+            self.wait_gone(server["id"])
+
     def reboot(self, server):
         self._call("POST", f"/servers/{server}/action", json={"reboot": {"type": "HARD"}})
 

@@ -81,6 +81,22 @@ class Cloud:
         return set(found["provider_summaries"])
 
 
+@pytest.fixture(autouse=True)
+def _topology_left_clean(request):
+    """After a test on one topology (its ``name`` parameter), passed or not: no server
+    left on its flavor, no node left in maintenance, so one failure does not become
+    every later test's failure."""
+    yield
+    name = getattr(request.node, "callspec", None) and request.node.callspec.params.get("name")
+    if name and "cloud" in request.fixturenames:
+        cloud = request.getfixturevalue("cloud")
+        topology = cloud.topologies[name]
+        cloud.nova.delete_all(topology.flavor)
+        for node in topology.nodes:
+            if topology.ironic.get(node)["maintenance"]:
+                topology.ironic.set_maintenance(node, False)
+
+
 def start_agents(stack, topology, tmp_path, count):
     return [AgentProcess(stack, topology.shard, tmp_path, f"agent-{topology.name}-{i}",
                          coordination={"group": f"rp-{topology.name}"},

@@ -21,6 +21,7 @@ recorded, not judged: they are the reference.
 """
 
 import concurrent.futures
+import datetime
 import re
 import statistics
 import threading
@@ -150,16 +151,22 @@ def freed_race(cloud, topology):
         except Exception as e:  # noqa: BLE001 (reported by the wait below)
             new_servers.append(e)
 
-    deadline = time.monotonic() + REUSE_TIMEOUT
-    while (len(offered_at) < len(freed) or not boot_started) and time.monotonic() < deadline:
-        now = time.monotonic()
+    # Wall-clock times: a node became usable when Ironic recorded its last provision
+    # state change (provision_updated_at; same machine, same clock), not when a poll
+    # happened to see it, so the reuse figure is not rounded to the polling interval.
+    deadline = time.time() + REUSE_TIMEOUT
+    while (len(offered_at) < len(freed) or not boot_started) and time.time() < deadline:
+        now = time.time()
         for node in freed - set(usable_at):
-            if usable(topology.ironic.get(node)):
-                usable_at[node] = now
+            found = topology.ironic.get(node)
+            if usable(found):
+                usable_at[node] = datetime.datetime.fromisoformat(
+                    found["provision_updated_at"]).timestamp()
         offered = cloud.candidates(topology) & freed
         offered_early |= offered - set(usable_at)  # offered while Ironic would refuse it
         for server in list(new_servers):
-            offered |= set(cloud.placement.allocations(server)) & freed
+            if not isinstance(server, Exception):
+                offered |= set(cloud.placement.allocations(server)) & freed
         for node in (offered & set(usable_at)) - set(offered_at):
             offered_at[node] = now
         if (not boot_started and len(usable_at) == len(freed)

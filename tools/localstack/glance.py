@@ -58,7 +58,7 @@ def start(stack):
                        check=True, capture_output=True)
     # Glance's application reads its files from OS_GLANCE_CONFIG_DIR and parses no argv.
     stack.services[NAME].spawn(
-        [process.venv_bin("gunicorn"), "-k", "gthread", "-w", "1", "--threads", "4",
+        [process.venv_bin("gunicorn"), *process.GUNICORN, "-w", "1", "--threads", "4",
          "-b", f"127.0.0.1:{stack.ports[NAME]}", "glance.wsgi.api:application"],
         {"OS_GLANCE_CONFIG_DIR": conf_dir})
     process.wait_until(lambda: process.http_ok(stack.url(NAME) + "/versions"), 90, "Glance")

@@ -115,7 +115,7 @@ def start(stack):
         f.write("import sys\nsys.argv = sys.argv[:1]\n"
                 "from keystone.wsgi.api import application  # noqa: E402,F401\n")
     stack.services[NAME].spawn(
-        [process.venv_bin("gunicorn"), "-k", "gthread", "-w", "2", "--threads", "2",
+        [process.venv_bin("gunicorn"), *process.GUNICORN, "-w", "2", "--threads", "2",
          "--pythonpath", conf_dir, "-b", f"127.0.0.1:{stack.ports[NAME]}",
          "keystone_wsgi:application"],
         {"OS_KEYSTONE_CONFIG_FILES": conf})

@@ -77,7 +77,7 @@ def start(stack):
                 "from sqlalchemy import orm  # noqa: E402\n"
                 "orm.configure_mappers()\n")
     stack.services[NAME].spawn(
-        [bin_path("gunicorn"), "-k", "gthread", "-w", "1", "--threads", "4",
+        [bin_path("gunicorn"), *process.GUNICORN, "-w", "1", "--threads", "4",
          "--pythonpath", conf_dir, "-b", f"127.0.0.1:{stack.ports[NAME]}",
          "neutron_wsgi:application"],
         {"OS_NEUTRON_CONFIG_DIR": conf_dir, "OS_NEUTRON_CONFIG_FILES": "neutron.conf"})

@@ -121,7 +121,7 @@ def start(stack):
         f.write("import sys\nsys.argv = sys.argv[:1]\n"
                 "from nova.wsgi.osapi_compute import application  # noqa: E402,F401\n")
     stack.services[NAME].spawn(
-        [process.venv_bin("gunicorn"), "-k", "gthread", "-w", "1", "--threads", "8",
+        [process.venv_bin("gunicorn"), *process.GUNICORN, "-w", "1", "--threads", "8",
          "--pythonpath", base, "-b", f"127.0.0.1:{stack.ports[NAME]}",
          "nova_wsgi:application"],
         {"OS_NOVA_CONFIG_DIR": base, "OS_NOVA_CONFIG_FILES": "api-paste.ini;nova.conf"})

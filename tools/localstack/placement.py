@@ -61,7 +61,7 @@ def start(stack):
     workers = ("-w", "1", "--threads", "1") if stack.database == "sqlite" else (
         "-w", "2", "--threads", "4")
     stack.services[NAME].spawn(
-        [process.venv_bin("gunicorn"), "-k", "gthread", *workers,
+        [process.venv_bin("gunicorn"), *process.GUNICORN, *workers,
          "-b", f"127.0.0.1:{port}", "placement.wsgi.api:application"],
         {"OS_PLACEMENT_CONFIG_DIR": conf_dir})
     process.wait_until(lambda: process.http_ok(stack.placement_url + "/",

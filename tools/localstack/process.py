@@ -22,6 +22,14 @@ STACK_PACKAGES = ("openstack-placement==16.0.0", "ironic==39.0.0", "gunicorn==27
 STACK_COMMANDS = ("ironic", "placement-manage", "gunicorn")
 
 
+# gunicorn's arguments for every service behind it: its threaded worker, and idle
+# kept-alive connections kept for 5 minutes, not 2 s.  Clients (keystonemiddleware
+# validating tokens, nova's clients) reuse pooled connections with no idle limit of
+# their own, so a 2 s server-side close raced their reuse: a token validation then
+# failed with "Connection aborted" and Placement answered nova's scheduler 503.
+GUNICORN = ("-k", "gthread", "--keep-alive", "300")
+
+
 def log(msg):
     print(f"[localstack] {msg}", file=sys.stderr, flush=True)
 
