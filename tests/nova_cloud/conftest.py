@@ -22,6 +22,7 @@ import subprocess
 import pytest
 
 from tests.functional.agents import AgentProcess
+from tests.functional.agents import wait_for
 from tests.nova_cloud import churn
 from tools import fleet
 from tools import localstack
@@ -79,6 +80,12 @@ class Cloud:
             "GET", f"/allocation_candidates?resources={topology.resource_class}:1"
                    "&root_required=OWNER_NOVA,!COMPUTE_STATUS_DISABLED")
         return set(found["provider_summaries"])
+
+    def wait_all_offered(self, topology, timeout=150):
+        """Until nova's scheduler is offered every node of the topology (where nova's
+        periodic is the reporter: its next run, 60 s, and its start)."""
+        wait_for(lambda: self.candidates(topology) == set(topology.nodes), timeout,
+                 f"{topology.name}: every node offered to nova's scheduler")
 
 
 @pytest.fixture(autouse=True)

@@ -33,8 +33,7 @@ def all_providers(cloud):
 def test_a_server_boots_on_the_node_and_the_node_is_schedulable_again_after_delete(
         cloud, name):
     topology = cloud.topologies[name]
-    wait_for(lambda: cloud.candidates(topology) == set(topology.nodes), PERIODIC_WAIT,
-             f"{name}: every node offered to nova's scheduler")
+    cloud.wait_all_offered(topology)
     before = all_providers(cloud)
 
     server = cloud.nova.boot(f"boot-{name}", topology.flavor)
@@ -70,8 +69,7 @@ def test_every_provider_carries_the_traits_novas_scheduler_asks_for(cloud, name)
 def test_a_disabled_compute_services_nodes_are_not_offered_and_our_writes_keep_novas_traits(
         cloud, name):
     topology = cloud.topologies[name]
-    wait_for(lambda: cloud.candidates(topology) == set(topology.nodes), PERIODIC_WAIT,
-             f"{name}: every node offered before the service is disabled")
+    cloud.wait_all_offered(topology)
     cloud.nova.set_service_status(topology.host, enabled=False)
     try:
         disabled = NOVA_TRAITS | {"COMPUTE_STATUS_DISABLED"}
@@ -102,5 +100,4 @@ def test_a_disabled_compute_services_nodes_are_not_offered_and_our_writes_keep_n
         cloud.nova.set_service_status(topology.host, enabled=True)
         for node in topology.nodes:
             topology.ironic.set_traits(node, [])
-    wait_for(lambda: cloud.candidates(topology) == set(topology.nodes), PERIODIC_WAIT,
-             f"{name}: every node offered again once the service is enabled")
+    cloud.wait_all_offered(topology)

@@ -109,16 +109,9 @@ def start(stack):
                       *(arg for iface in ("admin", "internal", "public")
                         for arg in (f"--bootstrap-{iface}-url", stack.keystone_url + "/v3"))]):
             subprocess.run(manage + step, check=True, capture_output=True)
-    # Keystone's WSGI module parses sys.argv with oslo.config, which then refuses
-    # gunicorn's arguments: serve it through a shim that hides them.
-    with open(os.path.join(conf_dir, "keystone_wsgi.py"), "w") as f:
-        f.write("import sys\nsys.argv = sys.argv[:1]\n"
-                "from keystone.wsgi.api import application  # noqa: E402,F401\n")
-    stack.services[NAME].spawn(
-        [process.venv_bin("gunicorn"), *process.GUNICORN, "-w", "2", "--threads", "2",
-         "--pythonpath", conf_dir, "-b", f"127.0.0.1:{stack.ports[NAME]}",
-         "keystone_wsgi:application"],
-        {"OS_KEYSTONE_CONFIG_FILES": conf})
+    process.serve_wsgi(stack.services[NAME], stack.ports[NAME], process.venv_bin("gunicorn"),
+                       "keystone.wsgi.api:application", conf_dir,
+                       {"OS_KEYSTONE_CONFIG_FILES": conf}, ("-w", "2", "--threads", "2"))
     process.wait_until(lambda: process.http_ok(stack.keystone_url + "/v3"), 60, "Keystone")
     if fresh:
         register(stack)

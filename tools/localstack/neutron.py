@@ -65,21 +65,15 @@ def start(stack):
             f.write(keystone.authtoken(stack, NAME))
         subprocess.run([bin_path("neutron-db-manage"), "--config-file", conf, "upgrade",
                         "heads"], check=True, capture_output=True)
-    # neutron's application parses sys.argv with oslo.config, which then refuses
-    # gunicorn's arguments: serve it through a shim that hides them.  The shim also
-    # maps every model before the first request: listing ports reads a relationship
+    # Every model mapped before the first request: listing ports reads a relationship
     # (Port.port_forwardings) that only a model module no ML2 driver of ours imports
     # defines, so a fresh server's first port listing failed with AttributeError.
-    with open(os.path.join(conf_dir, "neutron_wsgi.py"), "w") as f:
-        f.write("import sys\nsys.argv = sys.argv[:1]\n"
-                "from neutron.wsgi.api import application  # noqa: E402,F401\n"
-                "import neutron.db.migration.models.head  # noqa: E402,F401\n"
-                "from sqlalchemy import orm  # noqa: E402\n"
-                "orm.configure_mappers()\n")
-    stack.services[NAME].spawn(
-        [bin_path("gunicorn"), *process.GUNICORN, "-w", "1", "--threads", "4",
-         "--pythonpath", conf_dir, "-b", f"127.0.0.1:{stack.ports[NAME]}",
-         "neutron_wsgi:application"],
-        {"OS_NEUTRON_CONFIG_DIR": conf_dir, "OS_NEUTRON_CONFIG_FILES": "neutron.conf"})
+    process.serve_wsgi(stack.services[NAME], stack.ports[NAME], bin_path("gunicorn"),
+                       "neutron.wsgi.api:application", conf_dir,
+                       {"OS_NEUTRON_CONFIG_DIR": conf_dir,
+                        "OS_NEUTRON_CONFIG_FILES": "neutron.conf"},
+                       ("-w", "1", "--threads", "4"),
+                       after_import="import neutron.db.migration.models.head  # noqa: F401\n"
+                                    "from sqlalchemy import orm\norm.configure_mappers()\n")
     process.wait_until(lambda: process.http_ok(stack.url(NAME) + "/"), 90, "neutron-server")
     process.log(f"neutron on {stack.ports[NAME]}")

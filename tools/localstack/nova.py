@@ -114,17 +114,12 @@ def start(stack):
         manage(stack, "db", "sync")
     for command in ("nova-conductor", "nova-scheduler"):
         stack.service(command).spawn([process.venv_bin(command), "--config-file", conf])
-    # nova's application parses sys.argv with oslo.config, which then refuses
-    # gunicorn's arguments: serve it through a shim that hides them.  It loads its
-    # paste pipeline from the first of OS_NOVA_CONFIG_FILES.
-    with open(os.path.join(base, "nova_wsgi.py"), "w") as f:
-        f.write("import sys\nsys.argv = sys.argv[:1]\n"
-                "from nova.wsgi.osapi_compute import application  # noqa: E402,F401\n")
-    stack.services[NAME].spawn(
-        [process.venv_bin("gunicorn"), *process.GUNICORN, "-w", "1", "--threads", "8",
-         "--pythonpath", base, "-b", f"127.0.0.1:{stack.ports[NAME]}",
-         "nova_wsgi:application"],
-        {"OS_NOVA_CONFIG_DIR": base, "OS_NOVA_CONFIG_FILES": "api-paste.ini;nova.conf"})
+    # nova-api loads its paste pipeline from the first of OS_NOVA_CONFIG_FILES.
+    process.serve_wsgi(stack.services[NAME], stack.ports[NAME], process.venv_bin("gunicorn"),
+                       "nova.wsgi.osapi_compute:application", base,
+                       {"OS_NOVA_CONFIG_DIR": base,
+                        "OS_NOVA_CONFIG_FILES": "api-paste.ini;nova.conf"},
+                       ("-w", "1", "--threads", "8"))
     process.wait_until(lambda: process.http_ok(stack.url(NAME) + "/v2.1"), 120, "nova-api")
     process.log(f"nova-api on {stack.ports[NAME]}, nova-conductor, nova-scheduler")
 

@@ -30,6 +30,20 @@ STACK_COMMANDS = ("ironic", "placement-manage", "gunicorn")
 GUNICORN = ("-k", "gthread", "--keep-alive", "300")
 
 
+def serve_wsgi(service, port, gunicorn, app, conf_dir, env, workers, after_import=""):
+    """Serve the WSGI application ``app`` ("module:name") under ``gunicorn`` on loopback
+    ``port`` as ``service`` (a Service), through a shim module in ``conf_dir``: these
+    applications parse sys.argv with oslo.config, which refuses gunicorn's arguments,
+    so the shim hides them before the import; ``after_import`` is more shim code."""
+    module, name = app.split(":")
+    shim = f"{service.name.replace('-', '_')}_wsgi"
+    with open(os.path.join(conf_dir, f"{shim}.py"), "w") as f:
+        f.write(f"import sys\nsys.argv = sys.argv[:1]\n"
+                f"from {module} import {name}  # noqa: E402,F401\n{after_import}")
+    service.spawn([gunicorn, *GUNICORN, *workers, "--pythonpath", conf_dir,
+                   "-b", f"127.0.0.1:{port}", f"{shim}:{name}"], env)
+
+
 def log(msg):
     print(f"[localstack] {msg}", file=sys.stderr, flush=True)
 
