@@ -31,8 +31,16 @@ import pytest
 
 from tests.functional.agents import wait_for
 
-SETTLE = 1.0  # seconds between the change in Ironic and the boots, for every topology
+# Seconds between the change in Ironic and the boots, for every topology: well inside
+# stock nova's 60 s periodic, and past the agents' tail on this 2-core machine with the
+# whole cloud on it (at 1 s, one run of two had one build sent to a node in maintenance in
+# A and in C: the agents' write took 3.3 s and 2.2 s, each after a generation conflict,
+# in A with stock nova stripping the marker, in C with nova writing the same change).
+SETTLE = 3.0
 BOOTS = 4
+# The freed scenario's polling interval: each round is several authenticated requests,
+# so polling faster takes CPU from the services being measured.
+POLL = 0.2
 REUSE_TIMEOUT = 150  # stock nova's periodic (60 s), twice, and some
 PERIODIC_WAIT = 150
 
@@ -173,7 +181,7 @@ def freed_race(cloud, topology):
                 and now - max(usable_at.values()) >= SETTLE):
             threading.Thread(target=boot_later, daemon=True).start()
             boot_started = True
-        time.sleep(0.05)
+        time.sleep(POLL)
     wait_for(lambda: len(new_servers) >= BOOTS or any(
         isinstance(s, Exception) for s in new_servers), 60, "the new boots requested")
     assert not any(isinstance(s, Exception) for s in new_servers), new_servers
