@@ -46,6 +46,20 @@ def rp_reporter(conf, *args):
     return json.loads(proc.stdout)
 
 
+def start_agent(stack, workdir, name, shard, **sections):
+    """An rp-reporter-agent process ``name`` on the stack's ``shard`` (its configuration
+    file and log in ``workdir``, ``sections`` over the stack's defaults): (its
+    configuration file, the process)."""
+    conf = os.path.join(workdir, f"{name}.conf")
+    with open(conf, "w") as f:
+        f.write(stack.reporter_conf(
+            DEFAULT={"host": name}, ironic={"shard": shard},
+            agent={"metrics_bind": f"127.0.0.1:{localstack.free_port()}"}, **sections))
+    return conf, subprocess.Popen(
+        [sys.executable, "-m", "rp_reporter.agent", "--config-file", conf],
+        stdout=subprocess.DEVNULL, stderr=open(os.path.join(workdir, f"{name}.log"), "w"))
+
+
 def wait(check, timeout):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -72,16 +86,10 @@ def main():
               f"Redis-backed ring", flush=True)
         confs = {}
         for name in AGENTS:
-            confs[name] = os.path.join(workdir, f"{name}.conf")
-            with open(confs[name], "w") as f:
-                f.write(stack.reporter_conf(
-                    DEFAULT={"host": name}, ironic={"shard": "demo"},
-                    coordination={"backend_url": stack.redis_url},
-                    agent={"metrics_bind": f"127.0.0.1:{localstack.free_port()}"}))
-            agents.append(subprocess.Popen(
-                [sys.executable, "-m", "rp_reporter.agent", "--config-file", confs[name]],
-                stdout=subprocess.DEVNULL,
-                stderr=open(os.path.join(workdir, f"{name}.log"), "w")))
+            confs[name], agent = start_agent(
+                stack, workdir, name, "demo",
+                coordination={"backend_url": stack.redis_url})
+            agents.append(agent)
         reportable = [n for n, rc, _, _ in nodes if rc]
         if not wait(lambda: all(placement.provider(n) for n in reportable), 60):
             raise SystemExit("the agents did not sync the sample nodes within 60 s")

@@ -8,15 +8,13 @@ the server's delete frees its node, and the demo times how soon nova is offered 
 again.
 """
 
-import os
-import subprocess
-import sys
 import tempfile
 import time
 
 from tools import fleet
 from tools import localstack
 from tools import nova_api
+from tools.demo import start_agent
 from tools.demo import table
 from tools.demo import wait
 
@@ -25,21 +23,9 @@ RESOURCE_CLASS = "baremetal-gold"
 PLACEMENT_CLASS = "CUSTOM_BAREMETAL_GOLD"
 
 
-def offered(placement):
-    found = placement._call("GET", f"/allocation_candidates?resources={PLACEMENT_CLASS}:1"
-                                   "&root_required=OWNER_NOVA,!COMPUTE_STATUS_DISABLED")
-    return set(found["provider_summaries"])
-
-
-def start_agent(stack, workdir, name):
-    conf = os.path.join(workdir, f"{name}.conf")
-    with open(conf, "w") as f:
-        f.write(stack.reporter_conf(
-            DEFAULT={"host": name}, ironic={"shard": SHARD},
-            agent={"metrics_bind": f"127.0.0.1:{localstack.free_port()}"}))
-    return subprocess.Popen([sys.executable, "-m", "rp_reporter.agent", "--config-file", conf],
-                            stdout=subprocess.DEVNULL,
-                            stderr=open(os.path.join(workdir, f"{name}.log"), "w"))
+def available(node):
+    """The node is available again in Ironic, its instance gone."""
+    return node["provision_state"] == "available" and not node["instance_uuid"]
 
 
 def main():
@@ -54,11 +40,11 @@ def main():
         nodes = ironic.create_many(6, resource_class=RESOURCE_CLASS)
         print(f"\n{len(nodes)} nodes in Ironic (class {RESOURCE_CLASS}); starting two agents "
               "and nova-compute with compute_driver = rp_reporter.IronicDriver", flush=True)
-        agents = [start_agent(stack, workdir, f"agent-{i}") for i in range(2)]
+        agents = [start_agent(stack, workdir, f"agent-{i}", SHARD)[1] for i in range(2)]
         stack.start_compute("compute-demo", "rp_reporter", SHARD)
         stack.wait_compute_mapped("compute-demo")
         flavor = nova.flavor("bm-gold", PLACEMENT_CLASS)
-        if not wait(lambda: offered(placement) == set(nodes), 120):
+        if not wait(lambda: placement.offered(PLACEMENT_CLASS) == set(nodes), 120):
             raise SystemExit("nova was not offered every node within 120 s")
 
         started = time.monotonic()
@@ -72,17 +58,16 @@ def main():
         free = next(n for n in nodes if n != node)
         started = time.monotonic()
         ironic.set_maintenance(free, True)
-        gone = wait(lambda: free not in offered(placement), 10)
+        gone = wait(lambda: free not in placement.offered(PLACEMENT_CLASS), 10)
         print(f"\n== maintenance ==\nnode {free[:8]} into maintenance: "
               + (f"no longer offered to nova's scheduler after "
                  f"{1000 * (time.monotonic() - started):.0f} ms" if gone
                  else "still offered after 10 s"))
 
         nova.delete(server)
-        usable = wait(lambda: ironic.get(node)["provision_state"] == "available"
-                      and not ironic.get(node)["instance_uuid"], 120)
+        usable = wait(lambda: available(ironic.get(node)), 120)
         usable_at = time.monotonic()
-        back = usable and wait(lambda: node in offered(placement), 60)
+        back = usable and wait(lambda: node in placement.offered(PLACEMENT_CLASS), 60)
         print(f"\n== the freed node ==\nnode {node[:8]} cleaned and available in Ironic; "
               + (f"offered to nova again {1000 * (time.monotonic() - usable_at):.0f} ms later"
                  if back else "not offered again within 60 s"))

@@ -226,6 +226,13 @@ class Placement:
         resp = self.http.get(f"{self.url}/resource_providers/{rp}/traits", timeout=30)
         return set(resp.json()["traits"]) if resp.status_code == 200 else set()
 
+    def offered(self, resource_class):
+        """The providers nova 34's scheduler is offered for one unit of ``resource_class``
+        (its allocation candidates, with the root traits nova asks for on every request)."""
+        found = self._call("GET", f"/allocation_candidates?resources={resource_class}:1"
+                                  "&root_required=OWNER_NOVA,!COMPUTE_STATUS_DISABLED")
+        return set(found["provider_summaries"])
+
     def allocate(self, rp, resource_class):
         consumer = str(uuid.uuid4())
         self._call("PUT", f"/allocations/{consumer}", json={

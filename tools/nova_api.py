@@ -80,9 +80,6 @@ class Nova:
         for server in servers:
             self.wait_gone(server["id"])
 
-    def reboot(self, server):
-        self._call("POST", f"/servers/{server}/action", json={"reboot": {"type": "HARD"}})
-
     def attempts(self, server):
         """How many times a compute service started building the server (1 when it
         was never rescheduled; 0 when the scheduler found no host at all, and nova

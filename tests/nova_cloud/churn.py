@@ -6,21 +6,27 @@ lines (its 409s on traits and inventory)."""
 import threading
 import time
 
+from tools import fleet
+
 WARM_UP = 90  # s: the agents' first passes and nova's first cache refreshes, not counted
 
 
+# What each count sums over the topology's agents: the sample's name in /metrics.
+AGENT_COUNTS = {
+    "agent_trait_writes": 'rp_reporter_placement_writes_total{kind="traits"}',
+    "agent_inventory_writes": 'rp_reporter_placement_writes_total{kind="inventory"}',
+    "agent_conflicts": "rp_reporter_generation_conflicts_total",
+}
+
+
 def snapshot(cloud, topology):
-    agents = topology.agents
+    samples = [fleet.metrics(agent.port) for agent in topology.agents]
     return {
         "at": time.monotonic(),
         "provider_writes": sum(cloud.placement.provider(n)["generation"]
                                for n in topology.nodes),
-        "agent_trait_writes": sum(a.metric("rp_reporter_placement_writes_total",
-                                           '{kind="traits"}') for a in agents),
-        "agent_inventory_writes": sum(a.metric("rp_reporter_placement_writes_total",
-                                               '{kind="inventory"}') for a in agents),
-        "agent_conflicts": sum(a.metric("rp_reporter_generation_conflicts_total")
-                               for a in agents),
+        **{count: sum(s.get(sample, 0.0) for s in samples)
+           for count, sample in AGENT_COUNTS.items()},
         "nova_error_lines": sum(" ERROR " in line
                                 for line in topology.compute_log_text().splitlines()),
     }

@@ -76,10 +76,7 @@ class Cloud:
     def candidates(self, topology):
         """The providers nova's scheduler would be offered for one unit of the
         topology's class (with the traits nova 34 requires on every request)."""
-        found = self.placement._call(
-            "GET", f"/allocation_candidates?resources={topology.resource_class}:1"
-                   "&root_required=OWNER_NOVA,!COMPUTE_STATUS_DISABLED")
-        return set(found["provider_summaries"])
+        return self.placement.offered(topology.resource_class)
 
     def wait_all_offered(self, topology, timeout=150):
         """Until nova's scheduler is offered every node of the topology (where nova's

@@ -130,9 +130,8 @@ def register(stack):
 
     roles = {r["name"]: r["id"]
              for r in fleet.call(http, "GET", api + "/roles", (200,))["roles"]}
-    for role in ("service", "member", "reader"):
-        if role not in roles:
-            roles[role] = post("/roles", "role", {"name": role})["id"]
+    if "service" not in roles:
+        roles["service"] = post("/roles", "role", {"name": "service"})["id"]
     project = post("/projects", "project", {"name": "service", "domain_id": "default"})["id"]
     users = {name: [(scope, role)] for name, (scope, role) in IDENTITIES.items()}
     for module in stack.catalogued():

@@ -64,7 +64,8 @@ def controller_sections(stack):
     sections.update({
         "api_database": {"connection": mariadb.url(stack, "nova_api")},
         "database": {"connection": mariadb.url(stack, "nova")},
-        # New compute hosts are mapped to the cell by the scheduler, every 2 s.
+        # The scheduler's own discovery of new compute hosts, a backstop: its first
+        # run came about a minute late, so wait_mapped runs discover_hosts itself.
         "scheduler": {"discover_hosts_in_cells_interval": "2", "workers": "1"},
         "conductor": {"workers": "1"},
         # Tests boot more servers than the default quota (10 instances) allows.

@@ -9,7 +9,8 @@ from tools.localstack import keystone
 from tools.localstack import process
 
 NAME = "placement"
-# [placement] allocation_conflict_retry_count under a whole nova (see write_conf).
+# [placement] allocation_conflict_retry_count under a whole nova (see write_conf);
+# RP_PLACEMENT_ALLOCATION_TRIES=10 (Placement's default) shows the double bookings.
 ALLOCATION_TRIES = int(os.environ.get("RP_PLACEMENT_ALLOCATION_TRIES", 1))
 # (service type, name, path) in the Keystone catalog.
 CATALOG = ("placement", "placement", "")
