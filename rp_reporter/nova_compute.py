@@ -34,7 +34,12 @@ This is the only module that imports nova.
 """
 
 import logging
+import threading
+import time
 
+from nova import exception
+from nova import objects
+from nova import servicegroup
 from nova.virt.ironic import driver as ironic_driver
 from oslo_config import cfg
 
@@ -42,6 +47,7 @@ from rp_reporter import conf as rp_conf
 from rp_reporter import membership
 from rp_reporter import model
 from rp_reporter import problems as rp_problems
+from rp_reporter import rehoming
 from rp_reporter import wiring
 from rp_reporter.sync import plan as planner
 
@@ -58,12 +64,35 @@ NOVA_OPTS = [
                     "group must then switch together."),
     cfg.StrOpt("config_file",
                help="rp_reporter configuration file for [coordination] and [ring]."),
+    cfg.FloatOpt("rehome_pause", default=0.0, min=0.0,
+                 help="Seconds between the two steps of re-homing a node from a fenced "
+                      "compute service (its instance, then its compute node record). 0 in "
+                      "service; a test sets it to kill the mover half-way."),
 ]
 CONF.register_opts(NOVA_OPTS, group="rp_reporter")
 
 
 def list_opts():
     return [("rp_reporter", NOVA_OPTS)]
+
+
+class _NoMembers:
+    """A ring with no member: nova's _refresh_cache claims no free node through it."""
+
+    @staticmethod
+    def get_nodes(key):
+        return set()
+
+
+NO_MEMBERS = _NoMembers()
+
+
+def _log_managed(before, after, why):
+    """Which nodes this service started or stopped managing, by uuid (an operator's
+    answer to "who has node X"; the HA test reads the overlaps from these lines)."""
+    if before != after:
+        LOG.info("nodes managed here: %d; claimed %s; released %s (%s)", len(after),
+                 sorted(after - before), sorted(before - after), why)
 
 
 def provider_content(desired, current_inventory, current_traits, in_use):
@@ -93,8 +122,15 @@ class IronicDriver(ironic_driver.IronicDriver):
                  "node ownership from %s", CONF.rp_reporter.peers_from)
         self._rp_conf = None
         self._problems = rp_problems.ProblemLog(LOG)  # each node's, logged once
+        self._membership = None  # peers_from = coordination: this service's own
+        self._ring_members = None  # the members the ring was last built over
+        # nova's _refresh_cache and a prompt release (renewal thread) both set node_cache.
+        self._cache_lock = threading.RLock()
 
     # Ownership -----------------------------------------------------------
+
+    def _coordinated(self):
+        return CONF.rp_reporter.peers_from == "coordination"
 
     def _reporter_conf(self):
         if self._rp_conf is None:
@@ -103,14 +139,137 @@ class IronicDriver(ironic_driver.IronicDriver):
             self._rp_conf.set_override("host", CONF.host)
         return self._rp_conf
 
+    def init_host(self, host):
+        if self._coordinated():
+            self._group()  # a member before nova's first ring, so peers count us at once
+        super().init_host(host)
+
+    def _group(self):
+        """This service's membership (joined on first use): a tooz group member with a
+        lease and a renewal thread, or [ring] peer_list (static), or alone."""
+        if self._membership is None:
+            conf = self._reporter_conf()
+            self._membership = membership.from_conf(conf).start()
+            if isinstance(self._membership, membership.Group):
+                LOG.info("member %s of coordination group %s (lease %.0f s)", CONF.host,
+                         conf.coordination.group, conf.coordination.lease)
+                threading.Thread(target=self._renew, name="rp-reporter-membership",
+                                 daemon=True).start()
+        return self._membership
+
+    def _renew(self):
+        """Renew the lease every heartbeat; on a change of members (or on being
+        fenced), release at once the free nodes the new ring gives to another, so a
+        node has two managing services for at most the time the other takes to
+        notice (claims wait for nova's next resource-tracker pass)."""
+        group, heartbeat = self._membership, self._reporter_conf().coordination.heartbeat
+        while True:
+            time.sleep(heartbeat)
+            group.tick()
+            if self._ring_members is not None and self._members() != self._ring_members:
+                self._release_to_new_ring()
+
+    def _members(self):
+        """The ring's members now: the live ones, lower-case as nova compares hosts, or
+        none while this service is not a member itself (fenced, or not joined yet)."""
+        group = self._group()
+        members = set() if group.fenced else {m.lower() for m in group.members()}
+        return members if CONF.host.lower() in members else set()
+
     def _refresh_hash_ring(self, ctxt):
-        if CONF.rp_reporter.peers_from != "coordination":
+        if not self._coordinated():
             return super()._refresh_hash_ring(ctxt)
-        members, _ = membership.live_members(self._reporter_conf())
-        members = {m.lower() for m in members} | {CONF.host.lower()}
-        # nova's _refresh_cache asks hash_ring.get_nodes(node uuid): a tooz ring.
-        self.hash_ring = wiring.ring(self._reporter_conf(), members).hashring
-        LOG.debug("rp_reporter ring members: %s", sorted(members))
+        members = self._members()
+        if members != self._ring_members:
+            if members:
+                LOG.info("rp_reporter ring members now %s", sorted(members))
+            else:
+                LOG.warning("not a live member of the coordination group: no free node is "
+                            "managed here until this service is one again (nodes with its "
+                            "instances stay)")
+        self._ring_members = members
+        # nova's _refresh_cache asks hash_ring.get_nodes(node uuid): a tooz ring, or
+        # one that names nobody (every free node goes unclaimed here, none twice).
+        self.hash_ring = (wiring.ring(self._reporter_conf(), members).hashring if members
+                          else NO_MEMBERS)
+        if members and isinstance(self._group(), membership.Group):
+            self._rehome_from_fenced(ctxt, members)
+
+    def _refresh_cache(self):
+        with self._cache_lock:
+            before = set(self.node_cache)
+            super()._refresh_cache()
+            _log_managed(before, set(self.node_cache), "nova's node refresh")
+
+    def _release_to_new_ring(self):
+        with self._cache_lock:
+            members = self._members()
+            ring = wiring.ring(self._reporter_conf(), members).hashring if members else NO_MEMBERS
+            me = CONF.host.lower()
+            kept = {uuid: node for uuid, node in self.node_cache.items()
+                    if node.instance_id is not None or me in ring.get_nodes(uuid.encode())}
+            if len(kept) != len(self.node_cache):
+                _log_managed(set(self.node_cache), set(kept),
+                             f"ring members now {sorted(members)}")
+                self.node_cache = kept
+
+    # Re-homing (rp_reporter.rehoming) ------------------------------------
+
+    def _rehome_from_fenced(self, ctxt, members):
+        """Move to this service the nodes with instances of fenced services that the
+        ring gives it, one node at a time (nova-manage db ironic_compute_node_move's
+        steps, without a person)."""
+        up_by_service = {service.host: self._servicegroup().service_is_up(service)
+                         for service in objects.ServiceList.get_all_computes_by_hv_type(
+                             ctxt, self._get_hypervisor_type())}
+        me = CONF.host.lower()
+        for host in rehoming.fenced_services(up_by_service, members, CONF.host):
+            instances = [(i.node, i) for i in objects.InstanceList.get_by_host(ctxt, host)]
+            for node in rehoming.refused(instances):
+                self._problems.only(node, [f"{sum(n == node for n, _ in instances)} instances "
+                                           f"on fenced service {host}: not re-homed (nova's "
+                                           "ironic_compute_node_move refuses it too)"])
+            owns = lambda node: me in self.hash_ring.get_nodes(node.encode())  # noqa: E731
+            for node, (instance,) in rehoming.nodes_to_move(instances, owns):
+                if self._in_scope(node):
+                    self._rehome(ctxt, node, instance, host)
+
+    def _in_scope(self, node):
+        """The node is one this service may manage: in its [ironic] shard and conductor
+        group, as nova's own listing filters them (a fenced service of another fleet,
+        or a retired one, is none of this group's business)."""
+        found = self.ironic_connection.get_node(node, fields=("uuid", "shard",
+                                                              "conductor_group"))
+        return ((not CONF.ironic.shard or found.shard == CONF.ironic.shard)
+                and (CONF.ironic.conductor_group is None
+                     or found.conductor_group == CONF.ironic.conductor_group))
+
+    def _rehome(self, ctxt, node, instance, fenced_host):
+        """Instance first, then the compute node record: either step may already be
+        done (a mover died half-way), and an instance homed on a service that dies
+        before the second step is found again on that fenced service."""
+        LOG.warning("node %s: re-homing instance %s from fenced compute service %s to %s",
+                    node, instance.uuid, fenced_host, CONF.host)
+        instance.host = CONF.host
+        instance.save()
+        time.sleep(CONF.rp_reporter.rehome_pause)
+        try:
+            compute_node = objects.ComputeNode.get_by_uuid(ctxt, node)
+        except exception.ComputeHostNotFound:
+            LOG.error("node %s: no compute node record; the instance is re-homed, nova's "
+                      "resource tracker makes the record", node)
+            return
+        if compute_node.host != CONF.host:
+            compute_node.host = CONF.host
+            compute_node.service_id = objects.Service.get_by_compute_host(ctxt, CONF.host).id
+            compute_node.save()
+        LOG.warning("node %s: re-homed to %s (instance %s, compute node record)", node,
+                    CONF.host, instance.uuid)
+
+    def _servicegroup(self):
+        if getattr(self, "_servicegroup_api", None) is None:
+            self._servicegroup_api = servicegroup.API()
+        return self._servicegroup_api
 
     # Provider content ----------------------------------------------------
 

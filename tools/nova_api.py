@@ -37,11 +37,29 @@ class Nova:
         return flavor
 
     # -- servers ---------------------------------------------------------------
-    def boot(self, name, flavor):
-        """A server with no network; its id."""
-        return self._call("POST", "/servers", json={"server": {
-            "name": name, "flavorRef": flavor, "imageRef": self.image,
-            "networks": "none"}})["server"]["id"]
+    def boot(self, name, flavor, host=None, node=None):
+        """A server with no network; its id.  ``host`` (and ``node``): an admin's
+        forced destination (nova's "nova:host[:node]" zone), still claimed in Placement."""
+        server = {"name": name, "flavorRef": flavor, "imageRef": self.image,
+                  "networks": "none"}
+        if host:
+            server["availability_zone"] = ":".join(["nova", host, *([node] if node else [])])
+        return self._call("POST", "/servers", json={"server": server})["server"]["id"]
+
+    def reboot(self, server):
+        self._call("POST", f"/servers/{server}/action", json={"reboot": {"type": "HARD"}})
+
+    def operable(self, server, timeout=90):
+        """A hard reboot of the server completes (ACTIVE, no task) within ``timeout``:
+        its compute service answers for it."""
+        self.reboot(server)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = self.server(server)
+            if found["status"] == "ACTIVE" and not found["OS-EXT-STS:task_state"]:
+                return True
+            time.sleep(1)
+        return False
 
     def server(self, server):
         """The server, or None once it is gone."""

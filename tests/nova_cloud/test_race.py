@@ -24,6 +24,7 @@ Stock nova's figures are recorded, not judged: they are the reference.
 
 import concurrent.futures
 import datetime
+import pathlib
 import re
 import statistics
 import threading
@@ -40,9 +41,11 @@ from tests.functional.agents import wait_for
 # in A with stock nova stripping the marker, in C with nova writing the same change).
 SETTLE = 3.0
 BOOTS = 4
-# The freed scenario's polling interval: each round is several authenticated requests,
-# so polling faster takes CPU from the services being measured.
+# The freed scenario's polling intervals: its main loop (Ironic, the new servers) and
+# the offer watcher's pause between two allocation-candidate requests (one request at a
+# time, so it takes from the services measured about what one scheduler would).
 POLL = 0.2
+OFFER_POLL = 0.05
 REUSE_TIMEOUT = 150  # stock nova's periodic (60 s), twice, and some
 PERIODIC_WAIT = 150
 
@@ -81,6 +84,11 @@ def double_booked(cloud, topology):
 
 # nova's driver refusing a build it was sent to (its reschedule line names the node).
 REFUSAL = re.compile(r"was re-scheduled: .*Chosen ironic node ([0-9a-f-]{36}) is not available")
+# Ironic's conductor saving a node as available (it logs the line right after the save),
+# to the millisecond.  The node's provision_updated_at is no clock for a 1 s target: on
+# MariaDB (a DATETIME column) it keeps whole seconds, which made reuse read up to 1 s long.
+AVAILABLE = re.compile(r'^(\S+ \S+) \d+ INFO ironic\.conductor\.task_manager .*'
+                       r'Node ([0-9a-f-]{36}) moved to provision state "available"', re.M)
 
 
 def log_mark(topology):
@@ -97,9 +105,33 @@ def reserved(cloud, topology, node):
     return inventory.get(topology.resource_class, {}).get("reserved") == 1
 
 
+def ironic_log(cloud):
+    return pathlib.Path(cloud.stack.workdir, "ironic.log")
+
+
+def became_available(cloud, mark):
+    """{node: wall-clock time} of each node's last move to "available" that Ironic
+    logged after byte ``mark`` of its log (same machine, same clock)."""
+    with ironic_log(cloud).open("rb") as log:
+        log.seek(mark)
+        text = log.read().decode(errors="replace")
+    return {node: datetime.datetime.strptime(at, "%Y-%m-%d %H:%M:%S.%f").timestamp()
+            for at, node in AVAILABLE.findall(text)}
+
+
 def usable(node):
     return (node["provision_state"] == "available" and not node["maintenance"]
             and not node["instance_uuid"] and not node["target_provision_state"])
+
+
+def offered_at(node, usable_at, answers, landed_at):
+    """When ``node`` was first offered after it became usable (the arrival of the first
+    answer showing it, or when a new server was seen holding it), or None."""
+    if node not in usable_at:
+        return None
+    seen = [at for at, nodes in answers if node in nodes and at >= usable_at[node]]
+    seen += [landed_at[node]] if node in landed_at else []
+    return min(seen, default=None)
 
 
 def wait_settled(cloud, topology):
@@ -145,14 +177,14 @@ def freed_race(cloud, topology):
     # are reserved in Placement, whoever reports them (stock nova: at its periodic).
     wait_for(lambda: all(reserved(cloud, topology, node) for node in landed.values()),
              PERIODIC_WAIT, f"{topology.name}: every filled node reserved")
-    mark = log_mark(topology)
+    mark, ironic_mark = log_mark(topology), ironic_log(cloud).stat().st_size
     freed_servers = [s for s in fill if s in landed][:BOOTS]
     freed = {landed[s] for s in freed_servers}
     for server in freed_servers:
         cloud.nova.delete(server)
 
-    usable_at, offered_at, offered_early, new_servers = {}, {}, set(), []
-    boot_started = False
+    usable_at, answers, landed_at, new_servers, watch_errors = {}, [], {}, [], []
+    boot_started, watching = False, threading.Event()
 
     def boot_later():
         try:
@@ -161,35 +193,54 @@ def freed_race(cloud, topology):
         except Exception as e:  # noqa: BLE001 (reported by the wait below)
             new_servers.append(e)
 
-    # Wall-clock times: a node became usable when Ironic recorded its last provision
-    # state change (provision_updated_at; same machine, same clock), not when a poll
-    # happened to see it, so the reuse figure is not rounded to the polling interval.
+    def watch_offers():
+        """Only nova's allocation candidates, asked again as soon as each answer came:
+        (arrival time, freed nodes offered) of every answer."""
+        while not watching.is_set():
+            try:
+                offered = cloud.candidates(topology) & freed
+            except Exception as e:  # noqa: BLE001 (reported below)
+                watch_errors.append(e)
+                return
+            answers.append((time.time(), offered))
+            time.sleep(OFFER_POLL)
+
+    # Wall-clock times: a node became usable when Ironic saved it as available (its
+    # log line), not when a poll happened to see it; it was offered at the latest when
+    # the first answer that shows it arrived (the offer watcher asks nothing else, so
+    # its answers come every few tens of milliseconds).
+    watcher = threading.Thread(target=watch_offers, daemon=True)
+    watcher.start()
     deadline = time.time() + REUSE_TIMEOUT
-    while (len(offered_at) < len(freed) or not boot_started) and time.time() < deadline:
-        now = time.time()
-        for node in freed - set(usable_at):
-            found = topology.ironic.get(node)
-            if usable(found):
-                usable_at[node] = datetime.datetime.fromisoformat(
-                    found["provision_updated_at"]).timestamp()
-        offered = cloud.candidates(topology) & freed
-        offered_early |= offered - set(usable_at)  # offered while Ironic would refuse it
-        for server in list(new_servers):
+    while time.time() < deadline:
+        logged = became_available(cloud, ironic_mark)
+        for node in (freed & set(logged)) - set(usable_at):
+            if usable(topology.ironic.get(node)):
+                usable_at[node] = logged[node]
+        for server in list(new_servers):  # a node taken between two answers
             if not isinstance(server, Exception):
-                offered |= set(cloud.placement.allocations(server)) & freed
-        for node in (offered & set(usable_at)) - set(offered_at):
-            offered_at[node] = now
+                for node in set(cloud.placement.allocations(server)) & freed:
+                    landed_at.setdefault(node, time.time())
+        now = time.time()
         if (not boot_started and len(usable_at) == len(freed)
                 and now - max(usable_at.values()) >= SETTLE):
             threading.Thread(target=boot_later, daemon=True).start()
             boot_started = True
+        if boot_started and all(offered_at(n, usable_at, answers, landed_at) for n in freed):
+            break
         time.sleep(POLL)
+    watching.set()
+    watcher.join()
+    assert not watch_errors, watch_errors
+    offered = {n: offered_at(n, usable_at, answers, landed_at) for n in freed}
+    offered_early = {n for n in freed for at, nodes in answers
+                     if n in nodes and at < usable_at.get(n, deadline)}
     wait_for(lambda: len(new_servers) >= BOOTS or any(
         isinstance(s, Exception) for s in new_servers), 60, "the new boots requested")
     assert not any(isinstance(s, Exception) for s in new_servers), new_servers
     failed, rescheduled, _ = outcome(cloud, new_servers)
     refusals = refused(topology, mark)
-    reuse = [offered_at.get(n, deadline) - usable_at.get(n, deadline) for n in freed]
+    reuse = [(offered[n] or deadline) - usable_at.get(n, deadline) for n in freed]
     row = {"builds": BOOTS, "failed": failed, "rescheduled": rescheduled,
            # Sent to a freed node still cleaning: the race; to another, taken one:
            # a double booking (as is any refused while filling).
@@ -199,7 +250,7 @@ def freed_race(cloud, topology):
            "reuse_s": sorted(round(r, 3) for r in reuse),
            "reuse_s_p50": round(statistics.median(reuse), 3),
            "reuse_s_max": round(max(reuse), 3),
-           "never_offered": len(freed) - len(offered_at),
+           "never_offered": sum(not at for at in offered.values()),
            "offered_while_unusable": len(offered_early)}
     delete_all(cloud, [s for s in fill if s not in freed_servers] + new_servers)
     return row

@@ -1,0 +1,238 @@
+"""Three nova-compute services sharing one fleet, on one whole nova cloud (localstack's
+nova-cloud profile), killed and brought back by the tests:
+
+* ``ours``: rp_reporter's driver with ``peers_from = coordination``; each service a
+  member of one coordination group (etcd, each through its own proxy so one can be
+  cut off), all three on one Ironic shard, split by rp_reporter's ring;
+* ``stock``: nova's own driver, no shard: nova's ring over its live services.
+
+The stock fleet runs first and is stopped before ours starts: without a shard it
+would claim every node.  The figures go to bench-results/nova-ha.json.
+"""
+
+import dataclasses
+import datetime
+import json
+import os
+import pathlib
+import re
+import signal
+import time
+
+import pytest
+
+from tests.functional.agents import wait_for
+from tests.functional.proxy import Proxy
+from tools import fleet
+from tools import localstack
+from tools import nova_api
+from tools.localstack import mariadb
+
+LEASE = 10        # [coordination] lease of each service's membership (s)
+HEARTBEAT = 1     # its renewal interval (s)
+PERIODIC = 10     # nova's [DEFAULT] update_resources_interval (s)
+SERVICE_DOWN = 20  # nova's [DEFAULT] service_down_time on the computes (s)
+REPORT = 5        # nova's [DEFAULT] report_interval (s)
+NODES = 9
+RESULTS = pathlib.Path(os.environ.get("RP_BENCH_RESULTS", "bench-results")) / "nova-ha.json"
+UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f-]{27}")
+RING = re.compile(r"^(\S+ \S+) \d+ INFO rp_reporter\.nova_compute .*rp_reporter ring "
+                  r"members now", re.M)
+CLAIMS = re.compile(r"^(\S+ \S+) \d+ INFO rp_reporter\.nova_compute .*nodes managed here: "
+                    r"\d+; claimed \[(.*?)\]; released \[(.*?)\]", re.M)
+
+
+@dataclasses.dataclass
+class Fleet:
+    """One fleet of three compute services and their nodes."""
+    name: str
+    driver: str
+    hosts: list
+    shard: str
+    resource_class: str
+    flavor: str
+    ironic: fleet.Ironic
+    nodes: list
+    sections: dict            # host -> nova.conf sections
+    proxies: dict = dataclasses.field(default_factory=dict)  # host -> its etcd proxy
+    logs: dict = dataclasses.field(default_factory=dict)     # host -> its log file
+    deaths: dict = dataclasses.field(default_factory=dict)   # host -> [when killed]
+    marks: dict = dataclasses.field(default_factory=dict)    # host -> log size at start
+
+    def start(self, stack, host):
+        """(Re)start ``host`` with its sections; what it logs from here is ``since``."""
+        path = pathlib.Path(stack.workdir, f"nova-compute-{host}.log")
+        self.marks[host] = path.stat().st_size if path.exists() else 0
+        self.logs[host] = stack.start_compute(host, self.driver, self.shard,
+                                              **self.sections[host])
+
+    def since(self, host):
+        """What ``host`` logged since it was last (re)started."""
+        with open(self.logs[host], "rb") as log:
+            log.seek(self.marks[host])
+            return log.read().decode(errors="replace")
+
+    def kill(self, stack, host):
+        """SIGKILL: no goodbye, no leaving the group; the time it died."""
+        service = stack.service(f"nova-compute-{host}")
+        service.signal(signal.SIGKILL)
+        service.proc.wait(15)
+        self.deaths.setdefault(host, []).append(time.time())
+        return self.deaths[host][-1]
+
+
+@dataclasses.dataclass
+class Cloud:
+    stack: localstack.LocalStack
+    nova: nova_api.Nova
+    placement: fleet.Placement
+    results: dict
+
+    def homes(self, nodes):
+        """{node: [host of each compute node record]} for these nodes."""
+        found = self.nova.compute_nodes()
+        return {n: found.get(n, []) for n in nodes}
+
+    def offered(self, fleet_):
+        return self.placement.offered(fleet_.resource_class) & set(fleet_.nodes)
+
+    def deleted_records(self, nodes):
+        """Compute node records of these nodes nova has deleted (soft-deleted rows)."""
+        out = mariadb.client(self.stack, "SELECT hypervisor_hostname FROM compute_nodes "
+                                         "WHERE deleted != 0;", "nova")
+        return sum(node in set(nodes) for node in out.split())
+
+    def deleted_providers(self, nodes):
+        """DELETE requests Placement answered for these nodes' providers (its log)."""
+        text = pathlib.Path(self.stack.workdir, "placement.log").read_text()
+        return sum(len(re.findall(rf"DELETE /resource_providers/{n}\S* status: 20", text))
+                   for n in nodes)
+
+    def allocations_lost(self, servers):
+        """Servers nova still has whose allocation in Placement is gone."""
+        return sum(not self.placement.allocations(s) for s in servers
+                   if self.nova.server(s) is not None)
+
+
+def nova_sections(extra=None):
+    sections = {"DEFAULT": {"update_resources_interval": str(PERIODIC),
+                            "service_down_time": str(SERVICE_DOWN),
+                            "report_interval": str(REPORT)}}
+    for section, values in (extra or {}).items():
+        sections.setdefault(section, {}).update(values)
+    return sections
+
+
+def make_fleet(stack, nova, workdir, name, driver, shard, rehome_pause=0.0):
+    hosts = [f"{name}-{i}" for i in (1, 2, 3)]
+    ironic = fleet.Ironic(stack.ironic_url, shard or None, auth=stack.admin_auth("baremetal"))
+    resource_class = f"baremetal-ha-{name}"
+    placement_class = "CUSTOM_" + resource_class.upper().replace("-", "_")
+    made = Fleet(name, driver, hosts, shard, placement_class,
+                 nova.flavor(f"bm-{resource_class}", placement_class), ironic,
+                 ironic.create_many(NODES, resource_class=resource_class), {})
+    for host in hosts:
+        extra = {}
+        if driver == "rp_reporter":
+            made.proxies[host] = Proxy(stack.coordination_url.replace("etcd3+", ""))
+            conf = pathlib.Path(workdir, f"rp_reporter-{host}.conf")
+            conf.write_text(stack.reporter_conf(
+                DEFAULT={"host": host},
+                coordination={"backend_url": "etcd3+" + made.proxies[host].url,
+                              "group": f"nova-{name}", "lease": str(LEASE),
+                              "heartbeat": str(HEARTBEAT)}))
+            extra = {"rp_reporter": {"peers_from": "coordination", "config_file": str(conf),
+                                     "rehome_pause": str(rehome_pause)}}
+        made.sections[host] = nova_sections(extra)
+    return made
+
+
+def start_fleet(cloud, made):
+    for host in made.hosts:
+        made.start(cloud.stack, host)
+    for host in made.hosts:
+        cloud.stack.wait_compute_mapped(host)
+    wait_for(lambda: all(len(h) == 1 for h in cloud.homes(made.nodes).values())
+             and cloud.offered(made) == set(made.nodes), 180,
+             f"{made.name}: every node has one compute node record and is offered")
+
+
+def claims(made, host):
+    """[(time, claimed nodes, released nodes)] from one service's log."""
+    text = pathlib.Path(made.logs[host]).read_text()
+    return [(datetime.datetime.strptime(at, "%Y-%m-%d %H:%M:%S.%f").timestamp(),
+             set(UUID.findall(claimed)), set(UUID.findall(released)))
+            for at, claimed, released in CLAIMS.findall(text)]
+
+
+def claimed_since(made, host, since):
+    """Nodes ``host`` claimed at or after ``since``."""
+    return {node for at, claimed, _ in claims(made, host) if at >= since for node in claimed}
+
+
+def member_logged(made, host):
+    """``host`` joined its coordination group since its last start."""
+    return f"member {host} of coordination group" in made.since(host)
+
+
+def ring_logged(made, host, since):
+    """``host`` logged a new set of ring members at or after ``since``."""
+    return any(datetime.datetime.strptime(at, "%Y-%m-%d %H:%M:%S.%f").timestamp() >= since
+               for at in RING.findall(made.since(host)))
+
+
+def rehoming_logged(made, host, server):
+    return f"re-homing instance {server}" in made.since(host)
+
+
+def report_time(service):
+    """When nova last heard from a compute service (its os-services updated_at)."""
+    return datetime.datetime.fromisoformat(service["updated_at"]).replace(
+        tzinfo=datetime.timezone.utc).timestamp()
+
+
+def managed_spans(made, until):
+    """{node: [(host, start, end)]}: when each service managed each node, from its own
+    log of the nodes it claimed and released; a kill ends all it held."""
+    spans = {}
+    for host in made.hosts:
+        events = [(at, claimed, released) for at, claimed, released in claims(made, host)]
+        events += [(at, set(), None) for at in made.deaths.get(host, [])]
+        held = {}
+        for at, claimed, released in sorted(events, key=lambda e: e[0]):
+            for node in set(held) if released is None else released & set(held):
+                spans.setdefault(node, []).append((host, held.pop(node), at))
+            for node in claimed:
+                held.setdefault(node, at)
+        for node, start in held.items():
+            spans.setdefault(node, []).append((host, start, until))
+    return spans
+
+
+def double_claimed_max_s(spans):
+    """The longest time one node was managed by two services at once."""
+    longest = 0.0
+    for held in spans.values():
+        for i, (host, start, end) in enumerate(held):
+            for other, other_start, other_end in held[i + 1:]:
+                if other != host:
+                    longest = max(longest, min(end, other_end) - max(start, other_start))
+    return round(longest, 3)
+
+
+@pytest.fixture(scope="session")
+def cloud(tmp_path_factory):
+    stack = localstack.LocalStack(str(tmp_path_factory.mktemp("cloud")),
+                                  **localstack.PROFILES["nova-cloud"])
+    try:
+        stack.start()
+        cloud = Cloud(stack, nova_api.Nova(stack),
+                      fleet.Placement(stack.placement_url, auth=stack.admin_auth("placement")),
+                      {"lease_s": LEASE, "periodic_s": PERIODIC,
+                       "service_down_time_s": SERVICE_DOWN})
+        yield cloud
+        RESULTS.parent.mkdir(parents=True, exist_ok=True)
+        RESULTS.write_text(json.dumps(cloud.results, indent=2, sort_keys=True) + "\n")
+        print(f"\n{RESULTS}:\n{RESULTS.read_text()}")
+    finally:
+        stack.stop()
