@@ -124,6 +124,7 @@ class IronicDriver(ironic_driver.IronicDriver):
         self._problems = rp_problems.ProblemLog(LOG)  # each node's, logged once
         self._membership = None  # peers_from = coordination: this service's own
         self._ring_members = None  # the members the ring was last built over
+        self._released_for = None  # the members free nodes were last released for
         # nova's _refresh_cache and a prompt release (renewal thread) both set node_cache.
         self._cache_lock = threading.RLock()
 
@@ -165,9 +166,13 @@ class IronicDriver(ironic_driver.IronicDriver):
         group, heartbeat = self._membership, self._reporter_conf().coordination.heartbeat
         while True:
             time.sleep(heartbeat)
-            group.tick()
-            if self._ring_members is not None and self._members() != self._ring_members:
-                self._release_to_new_ring()
+            group.tick()  # never raises: a backend failure is logged and fences us
+            try:
+                if self._ring_members is not None and self._members() != self._ring_members:
+                    self._release_to_new_ring()
+            except Exception:  # the renewals must go on whatever a release met
+                LOG.exception("releasing nodes after a change of ring members failed; "
+                              "nova's next node refresh does it")
 
     def _members(self):
         """The ring's members now: the live ones, lower-case as nova compares hosts, or
@@ -204,6 +209,9 @@ class IronicDriver(ironic_driver.IronicDriver):
     def _release_to_new_ring(self):
         with self._cache_lock:
             members = self._members()
+            if members == self._released_for:
+                return  # done at an earlier heartbeat; nova's refresh adopts the ring
+            self._released_for = members
             ring = wiring.ring(self._reporter_conf(), members).hashring if members else NO_MEMBERS
             me = CONF.host.lower()
             kept = {uuid: node for uuid, node in self.node_cache.items()

@@ -27,6 +27,7 @@ from tools import fleet
 from tools import localstack
 from tools import nova_api
 from tools.localstack import mariadb
+from tools.localstack import nova
 
 LEASE = 10        # [coordination] lease of each service's membership (s)
 HEARTBEAT = 1     # its renewal interval (s)
@@ -123,13 +124,13 @@ def nova_sections(extra=None):
     return sections
 
 
-def make_fleet(stack, nova, workdir, name, driver, shard, rehome_pause=0.0):
+def make_fleet(stack, nova_client, workdir, name, driver, shard, rehome_pause=0.0):
     hosts = [f"{name}-{i}" for i in (1, 2, 3)]
     ironic = fleet.Ironic(stack.ironic_url, shard or None, auth=stack.admin_auth("baremetal"))
     resource_class = f"baremetal-ha-{name}"
     placement_class = "CUSTOM_" + resource_class.upper().replace("-", "_")
     made = Fleet(name, driver, hosts, shard, placement_class,
-                 nova.flavor(f"bm-{resource_class}", placement_class), ironic,
+                 nova_client.flavor(f"bm-{resource_class}", placement_class), ironic,
                  ironic.create_many(NODES, resource_class=resource_class), {})
     for host in hosts:
         extra = {}
@@ -151,10 +152,13 @@ def start_fleet(cloud, made):
     for host in made.hosts:
         made.start(cloud.stack, host)
     for host in made.hosts:
-        cloud.stack.wait_compute_mapped(host)
+        wait_for(lambda h=host: cloud.nova.compute_up(h), 120, f"{host} up")
     wait_for(lambda: all(len(h) == 1 for h in cloud.homes(made.nodes).values())
              and cloud.offered(made) == set(made.nodes), 180,
              f"{made.name}: every node has one compute node record and is offered")
+    # Hosts with compute nodes mapped to the cell now; one the ring left without a node
+    # is mapped by the scheduler's own discovery once it has one (every 2 s here).
+    nova.manage(cloud.stack, "cell_v2", "discover_hosts")
 
 
 def claims(made, host):

@@ -23,13 +23,14 @@ FENCED_AFTER_KILL = max(ha.LEASE, ha.SERVICE_DOWN)
 
 
 def place_servers(cloud, made, tag):
-    """One server forced onto each service; the victim: the service with the most
-    nodes (three at least of nine), one of its free nodes put into maintenance (nova
-    bug 1839560's scenario).  Returns (victim, {server: node}, maintenance node)."""
+    """One server forced onto each service that manages a node (the ring may leave one
+    with none); the victim: the service with the most nodes (three at least of nine),
+    one of its free nodes put into maintenance (nova bug 1839560's scenario).  Returns
+    (victim, {server: node}, maintenance node)."""
     homes = {node: hosts[0] for node, hosts in cloud.homes(made.nodes).items()}
     victim = max(made.hosts, key=lambda h: sum(home == h for home in homes.values()))
     servers = {}
-    for host in made.hosts:
+    for host in sorted(set(homes.values())):
         server = cloud.nova.boot(f"ha-{tag}-{host}", made.flavor, host=host)
         built = cloud.nova.wait_built(server)
         assert built["status"] == "ACTIVE", built

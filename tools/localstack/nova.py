@@ -134,11 +134,12 @@ def stop(stack):
 
 def compute_conf(stack, host, driver, shard, sections):
     """The nova.conf of compute service ``host``: no database (nova-conductor is its
-    way to one), ``compute_driver`` one of DRIVERS, its own ``[ironic] shard``, then
-    ``sections`` over it (per key)."""
+    way to one), ``compute_driver`` one of DRIVERS, its own ``[ironic] shard`` (none when
+    empty: nova's ring over its live services), then ``sections`` over it (per key)."""
     conf = common_sections(stack, host)
     conf["DEFAULT"]["compute_driver"] = DRIVERS[driver]
-    conf["ironic"]["shard"] = shard
+    if shard:
+        conf["ironic"]["shard"] = shard
     for section, values in sections.items():
         conf.setdefault(section, {}).update(values)
     return conf
