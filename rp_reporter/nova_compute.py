@@ -125,6 +125,7 @@ class IronicDriver(ironic_driver.IronicDriver):
         self._membership = None  # peers_from = coordination: this service's own
         self._ring_members = None  # the members the ring was last built over
         self._released_for = None  # the members free nodes were last released for
+        self._managed = set()  # the nodes this service manages, as last logged
         # nova's _refresh_cache and a prompt release (renewal thread) both set node_cache.
         self._cache_lock = threading.RLock()
 
@@ -202,24 +203,40 @@ class IronicDriver(ironic_driver.IronicDriver):
 
     def _refresh_cache(self):
         with self._cache_lock:
-            before = set(self.node_cache)
             super()._refresh_cache()
-            _log_managed(before, set(self.node_cache), "nova's node refresh")
+            self._now_managing(set(self.node_cache), "nova's node refresh")
+
+    def _now_managing(self, nodes, why):
+        """Log what this service started or stopped managing since the last time (nova
+        also drops a node from its cache when it unprovisions it, and reads one back
+        into it: the cache alone would hide a release)."""
+        _log_managed(self._managed, nodes, why)
+        self._managed = nodes
 
     def _release_to_new_ring(self):
-        with self._cache_lock:
-            members = self._members()
-            if members == self._released_for:
-                return  # done at an earlier heartbeat; nova's refresh adopts the ring
-            self._released_for = members
-            ring = wiring.ring(self._reporter_conf(), members).hashring if members else NO_MEMBERS
-            me = CONF.host.lower()
-            kept = {uuid: node for uuid, node in self.node_cache.items()
-                    if node.instance_id is not None or me in ring.get_nodes(uuid.encode())}
-            if len(kept) != len(self.node_cache):
-                _log_managed(set(self.node_cache), set(kept),
-                             f"ring members now {sorted(members)}")
-                self.node_cache = kept
+        # Never wait for nova's refresh (it may be re-homing nodes for a while): the
+        # renewals must not stop; the release is tried again at the next heartbeat.
+        if not self._cache_lock.acquire(blocking=False):
+            return
+        try:
+            self._release_to(self._members())
+        finally:
+            self._cache_lock.release()
+
+    def _release_to(self, members):
+        if members == self._released_for:
+            return  # done at an earlier heartbeat; nova's next refresh adopts the ring
+        self._released_for = members
+        ring = wiring.ring(self._reporter_conf(), members).hashring if members else NO_MEMBERS
+        me = CONF.host.lower()
+
+        def kept(uuid):  # nova's rules: its own instance's node, or the ring's say
+            node = self.node_cache.get(uuid)
+            return ((node is not None and node.instance_id is not None)
+                    or me in ring.get_nodes(uuid.encode()))
+        self.node_cache = {uuid: node for uuid, node in self.node_cache.items() if kept(uuid)}
+        self._now_managing({uuid for uuid in self._managed if kept(uuid)},
+                           f"ring members now {sorted(members)}")
 
     # Re-homing (rp_reporter.rehoming) ------------------------------------
 

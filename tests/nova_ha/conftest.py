@@ -37,6 +37,8 @@ REPORT = 5        # nova's [DEFAULT] report_interval (s)
 NODES = 9
 RESULTS = pathlib.Path(os.environ.get("RP_BENCH_RESULTS", "bench-results")) / "nova-ha.json"
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f-]{27}")
+REHOMING = re.compile(r"^(\S+ \S+) \d+ WARNING rp_reporter\.nova_compute .*re-homing "
+                      r"instance ([0-9a-f-]{36})", re.M)
 RING = re.compile(r"^(\S+ \S+) \d+ INFO rp_reporter\.nova_compute .*rp_reporter ring "
                   r"members now", re.M)
 CLAIMS = re.compile(r"^(\S+ \S+) \d+ INFO rp_reporter\.nova_compute .*nodes managed here: "
@@ -57,11 +59,13 @@ class Fleet:
     sections: dict            # host -> nova.conf sections
     proxies: dict = dataclasses.field(default_factory=dict)  # host -> its etcd proxy
     logs: dict = dataclasses.field(default_factory=dict)     # host -> its log file
-    deaths: dict = dataclasses.field(default_factory=dict)   # host -> [when killed]
+    deaths: dict = dataclasses.field(default_factory=dict)   # host -> [when it stopped]
     marks: dict = dataclasses.field(default_factory=dict)    # host -> log size at start
 
     def start(self, stack, host):
-        """(Re)start ``host`` with its sections; what it logs from here is ``since``."""
+        """(Re)start ``host`` with its sections; what it logs from here is ``since``.
+        A running one is stopped first: whatever it managed, it manages no more."""
+        self.deaths.setdefault(host, []).append(time.time())
         path = pathlib.Path(stack.workdir, f"nova-compute-{host}.log")
         self.marks[host] = path.stat().st_size if path.exists() else 0
         self.logs[host] = stack.start_compute(host, self.driver, self.shard,
@@ -90,9 +94,16 @@ class Cloud:
     results: dict
 
     def homes(self, nodes):
-        """{node: [host of each compute node record]} for these nodes."""
+        """{node: [host of each compute node record]} for these nodes (a record of a host
+        not yet mapped to the cell is not listed by nova's API: none, for a moment, when
+        the ring gives a service its first node)."""
         found = self.nova.compute_nodes()
         return {n: found.get(n, []) for n in nodes}
+
+    def home(self, node):
+        """The host of the node's one compute node record, else None."""
+        hosts = self.homes([node])[node]
+        return hosts[0] if len(hosts) == 1 else None
 
     def offered(self, fleet_):
         return self.placement.offered(fleet_.resource_class) & set(fleet_.nodes)
@@ -187,6 +198,14 @@ def ring_logged(made, host, since):
 
 def rehoming_logged(made, host, server):
     return f"re-homing instance {server}" in made.since(host)
+
+
+def first_rehoming(made, hosts, servers):
+    """When the first of these servers' re-homing was logged by any of ``hosts``."""
+    found = [datetime.datetime.strptime(at, "%Y-%m-%d %H:%M:%S.%f").timestamp()
+             for host in hosts
+             for at, server in REHOMING.findall(made.since(host)) if server in servers]
+    return min(found, default=None)
 
 
 def report_time(service):
