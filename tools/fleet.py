@@ -138,7 +138,16 @@ class Ironic:
         raise AssertionError(f"{node} stuck in {n['provision_state']}: {n['last_error']}")
 
     def provision(self, node, target, state):
-        self._call("PUT", f"/v1/nodes/{node}/states/provision", json={"target": target})
+        try:
+            self._call("PUT", f"/v1/nodes/{node}/states/provision", json={"target": target})
+        except requests.ConnectionError:
+            # Ironic's API server resets a connection now and then under a whole cloud's
+            # load (a nova-cloud CI run lost a setup to one): the request may have landed,
+            # so it is sent again only if the node shows no sign of it.
+            found = self.get(node)
+            if found["provision_state"] != state and not found["target_provision_state"]:
+                self._call("PUT", f"/v1/nodes/{node}/states/provision",
+                           json={"target": target})
         return self.wait_state(node, state)
 
     def create(self, resource_class="baremetal-gold", state="available", traits=(),
