@@ -37,8 +37,8 @@ from tests.functional.agents import wait_for
 # Seconds between the change in Ironic and the boots, for every topology: well inside
 # stock nova's 60 s periodic, and past the agents' tail on this 2-core machine with the
 # whole cloud on it (at 1 s, one run of two had one build sent to a node in maintenance in
-# A and in C: the agents' write took 3.3 s and 2.2 s, each after a generation conflict,
-# in A with stock nova stripping the marker, in C with nova writing the same change).
+# A and in C: the agents' write took 3.3 s and 2.2 s, each after a generation conflict;
+# in A with stock nova, which had just stripped the marker).
 SETTLE = 3.0
 BOOTS = 4
 # The freed scenario's polling intervals: its main loop (Ironic, the new servers) and
