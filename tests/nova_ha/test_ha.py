@@ -194,8 +194,11 @@ def partition(cloud, made, servers):
     it up: it stops claiming free nodes (the others take them) and its servers stay
     its own; then the cut heals."""
     homes = {node: hosts[0] for node, hosts in cloud.homes(made.nodes).items()}
-    cut = next(cloud.nova.server(s)["OS-EXT-SRV-ATTR:host"] for s in servers)
-    its_servers = [s for s in servers if cloud.nova.server(s)["OS-EXT-SRV-ATTR:host"] == cut]
+    held = {s: cloud.nova.server(s)["OS-EXT-SRV-ATTR:host"] for s in servers}
+    # The service with a server and the most free nodes: both halves of the promise.
+    cut = max(set(held.values()), key=lambda h: sum(
+        home == h and n not in servers.values() for n, home in homes.items()))
+    its_servers = [s for s in servers if held[s] == cut]
     its_free = [n for n, h in homes.items() if h == cut and n not in servers.values()]
     cut_at = time.time()
     made.proxies[cut].answer = lambda method, path: (503, b"partitioned")
