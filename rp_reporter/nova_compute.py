@@ -59,9 +59,11 @@ NOVA_OPTS = [
                help="Who owns which node. nova: nova's own code and ring, unchanged "
                     "(every live Ironic compute service, narrowed by [ironic] shard, "
                     "conductor_group and peer_list exactly as nova does). coordination: "
-                    "rp_reporter's ring over the members of its [coordination] group (or "
-                    "[ring] peer_list) read from config_file; every compute service of a "
-                    "group must then switch together."),
+                    "rp_reporter's ring over the live members of a [coordination] group "
+                    "that this nova-compute joins under its host (or a static [ring] "
+                    "peer_list), read from config_file; survivors re-home the nodes with "
+                    "instances of a fenced service; every compute service of a group must "
+                    "then switch together."),
     cfg.StrOpt("config_file",
                help="rp_reporter configuration file for [coordination] and [ring]."),
     cfg.FloatOpt("rehome_pause", default=0.0, min=0.0,
