@@ -3,8 +3,8 @@
     [DEFAULT]
     compute_driver = rp_reporter.IronicDriver   # nova.virt.rp_reporter (shims/nova/virt/)
     [rp_reporter]
-    peers_from = nova          # or: coordination (the agents' group or peer list)
-    config_file = /etc/rp_reporter/rp_reporter.conf   # [coordination] and [ring] from here
+    peers_from = nova          # or: coordination (the compute services' own group)
+    config_file = /etc/rp_reporter/nova-compute.conf   # [coordination] and [ring] from here
 
 It subclasses ``nova.virt.ironic.driver.IronicDriver``.  Where nova is the
 reference it *is* nova: node ownership with ``peers_from = nova`` (the
@@ -20,9 +20,13 @@ double-claims or orphans a node.  It overrides:
   ``[workarounds] skip_reserve_in_use_ironic_nodes``.  Its deliberate
   differences from nova are listed in doc/operator-guide.md and in
   tests/nova/deliberate_differences.txt;
-* ``_refresh_hash_ring``, only with ``peers_from = coordination``: the ring is
-  rp_reporter's, over the agents' group (or ``[ring] peer_list``); nova's
-  ``_refresh_cache`` then applies it as it applies its own.
+* with ``peers_from = coordination`` only, ``init_host``, ``_refresh_hash_ring``
+  and ``_refresh_cache``: this nova-compute joins a coordination group under its
+  host (a lease, renewed by a thread), the ring is rp_reporter's over the live
+  members (or ``[ring] peer_list``), and nova's ``_refresh_cache`` applies it as
+  it applies its own.  A change of members releases free nodes at once; a
+  fenced service's nodes with instances are re-homed by their new ring owner
+  (``rp_reporter.rehoming``; operator guide section 12).
 
 nova 34 loads ``compute_driver`` only from ``nova.virt`` (``'nova.virt.%s' %
 compute_driver``), so a full dotted path to this module does not load:
