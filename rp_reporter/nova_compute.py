@@ -134,6 +134,7 @@ class IronicDriver(ironic_driver.IronicDriver):
         self._managed = set()  # the nodes this service manages, as last logged
         # nova's _refresh_cache and a prompt release (renewal thread) both set node_cache.
         self._cache_lock = threading.RLock()
+        self._servicegroup_api = None  # nova's, made on first use (coordination only)
 
     # Ownership -----------------------------------------------------------
 
@@ -200,12 +201,14 @@ class IronicDriver(ironic_driver.IronicDriver):
                             "managed here until this service is one again (nodes with its "
                             "instances stay)")
         self._ring_members = members
-        # nova's _refresh_cache asks hash_ring.get_nodes(node uuid): a tooz ring, or
-        # one that names nobody (every free node goes unclaimed here, none twice).
-        self.hash_ring = (wiring.ring(self._reporter_conf(), members).hashring if members
-                          else NO_MEMBERS)
+        self.hash_ring = self._ring_of(members)
         if members and isinstance(self._group(), membership.Group):
             self._rehome_from_fenced(ctxt, members)
+
+    def _ring_of(self, members):
+        """What nova's _refresh_cache asks ``get_nodes(node uuid)`` of: a tooz ring over
+        ``members``, or one that names nobody (every free node goes unclaimed here)."""
+        return wiring.ring(self._reporter_conf(), members).hashring if members else NO_MEMBERS
 
     def _refresh_cache(self):
         with self._cache_lock:
@@ -233,7 +236,7 @@ class IronicDriver(ironic_driver.IronicDriver):
         if members == self._released_for:
             return  # done at an earlier heartbeat; nova's next refresh adopts the ring
         self._released_for = members
-        ring = wiring.ring(self._reporter_conf(), members).hashring if members else NO_MEMBERS
+        ring = self._ring_of(members)
         me = CONF.host.lower()
 
         def kept(uuid):  # nova's rules: its own instance's node, or the ring's say
@@ -254,13 +257,15 @@ class IronicDriver(ironic_driver.IronicDriver):
                          for service in objects.ServiceList.get_all_computes_by_hv_type(
                              ctxt, self._get_hypervisor_type())}
         me = CONF.host.lower()
+
+        def owns(node):
+            return me in self.hash_ring.get_nodes(node.encode())
         for host in rehoming.fenced_services(up_by_service, members, CONF.host):
             instances = [(i.node, i) for i in objects.InstanceList.get_by_host(ctxt, host)]
-            for node in rehoming.refused(instances):
-                self._problems.only(node, [f"{sum(n == node for n, _ in instances)} instances "
-                                           f"on fenced service {host}: not re-homed (nova's "
-                                           "ironic_compute_node_move refuses it too)"])
-            owns = lambda node: me in self.hash_ring.get_nodes(node.encode())  # noqa: E731
+            for node, count in rehoming.refused(instances).items():
+                self._problems.only(node, [f"{count} instances on fenced service {host}: not "
+                                           "re-homed (nova's ironic_compute_node_move refuses "
+                                           "it too)"])
             for node, (instance,) in rehoming.nodes_to_move(instances, owns):
                 if self._in_scope(node):
                     self._rehome(ctxt, node, instance, host)
@@ -298,7 +303,7 @@ class IronicDriver(ironic_driver.IronicDriver):
                     CONF.host, instance.uuid)
 
     def _servicegroup(self):
-        if getattr(self, "_servicegroup_api", None) is None:
+        if self._servicegroup_api is None:
             self._servicegroup_api = servicegroup.API()
         return self._servicegroup_api
 

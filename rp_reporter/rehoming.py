@@ -21,6 +21,8 @@ again from the instances on fenced services, so a mover that dies half-way is
 finished by the next owner's periodic.
 """
 
+import collections
+
 
 def fenced_services(up_by_service, live_members, me):
     """Hosts of the compute services that are fenced, sorted.
@@ -52,8 +54,7 @@ def nodes_to_move(instances, owns):
 
 
 def refused(instances):
-    """Nodes holding more than one instance (never moved: see ``nodes_to_move``)."""
-    counts = {}
-    for node, _ in instances:
-        counts[node] = counts.get(node, 0) + 1
-    return sorted(node for node, n in counts.items() if node and n > 1)
+    """{node: how many instances} of the nodes holding more than one (never moved: see
+    ``nodes_to_move``)."""
+    counts = collections.Counter(node for node, _ in instances if node)
+    return {node: n for node, n in sorted(counts.items()) if n > 1}

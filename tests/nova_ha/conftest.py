@@ -112,7 +112,8 @@ class Cloud:
         """Compute node records of these nodes nova has deleted (soft-deleted rows)."""
         out = mariadb.client(self.stack, "SELECT hypervisor_hostname FROM compute_nodes "
                                          "WHERE deleted != 0;", "nova")
-        return sum(node in set(nodes) for node in out.split())
+        nodes = set(nodes)
+        return sum(node in nodes for node in out.split())
 
     def deleted_providers(self, nodes):
         """DELETE requests Placement answered for these nodes' providers (its log)."""
@@ -135,7 +136,7 @@ def nova_sections(extra=None):
     return sections
 
 
-def make_fleet(stack, nova_client, workdir, name, driver, shard, rehome_pause=0.0):
+def make_fleet(stack, nova_client, workdir, name, driver, shard):
     hosts = [f"{name}-{i}" for i in (1, 2, 3)]
     ironic = fleet.Ironic(stack.ironic_url, shard or None, auth=stack.admin_auth("baremetal"))
     resource_class = f"baremetal-ha-{name}"
@@ -154,7 +155,7 @@ def make_fleet(stack, nova_client, workdir, name, driver, shard, rehome_pause=0.
                               "group": f"nova-{name}", "lease": str(LEASE),
                               "heartbeat": str(HEARTBEAT)}))
             extra = {"rp_reporter": {"peers_from": "coordination", "config_file": str(conf),
-                                     "rehome_pause": str(rehome_pause)}}
+                                     "rehome_pause": "0"}}
         made.sections[host] = nova_sections(extra)
     return made
 
@@ -172,11 +173,15 @@ def start_fleet(cloud, made):
     nova.manage(cloud.stack, "cell_v2", "discover_hosts")
 
 
+def log_time(at):
+    """A nova log line's timestamp (local time, to the millisecond) as time.time()."""
+    return datetime.datetime.strptime(at, "%Y-%m-%d %H:%M:%S.%f").timestamp()
+
+
 def claims(made, host):
     """[(time, claimed nodes, released nodes)] from one service's log."""
     text = pathlib.Path(made.logs[host]).read_text()
-    return [(datetime.datetime.strptime(at, "%Y-%m-%d %H:%M:%S.%f").timestamp(),
-             set(UUID.findall(claimed)), set(UUID.findall(released)))
+    return [(log_time(at), set(UUID.findall(claimed)), set(UUID.findall(released)))
             for at, claimed, released in CLAIMS.findall(text)]
 
 
@@ -192,8 +197,7 @@ def member_logged(made, host):
 
 def ring_logged(made, host, since):
     """``host`` logged a new set of ring members at or after ``since``."""
-    return any(datetime.datetime.strptime(at, "%Y-%m-%d %H:%M:%S.%f").timestamp() >= since
-               for at in RING.findall(made.since(host)))
+    return any(log_time(at) >= since for at in RING.findall(made.since(host)))
 
 
 def rehoming_logged(made, host, server):
@@ -202,8 +206,7 @@ def rehoming_logged(made, host, server):
 
 def first_rehoming(made, hosts, servers):
     """When the first of these servers' re-homing was logged by any of ``hosts``."""
-    found = [datetime.datetime.strptime(at, "%Y-%m-%d %H:%M:%S.%f").timestamp()
-             for host in hosts
+    found = [log_time(at) for host in hosts
              for at, server in REHOMING.findall(made.since(host)) if server in servers]
     return min(found, default=None)
 

@@ -173,7 +173,7 @@ def ours(cloud, stock, tmp_path_factory):
         ha.managed_spans(made, time.time()))
     cloud.results.update(row(facts, resumed=facts["mover"]["resumed"],
                              double_claimed=facts["double_claimed_max_s"], lease=ha.LEASE))
-    cloud.results["partition"] = {k: v for k, v in facts["partition"].items()}
+    cloud.results["partition"] = dict(facts["partition"])
     return facts
 
 

@@ -22,4 +22,4 @@ def test_only_the_nodes_this_service_owns_are_moved_one_instance_each():
     owned = {"n1", "n3"}
     moves = rehoming.nodes_to_move(instances, owned.__contains__)
     assert moves == [("n1", ["i1"])]  # n2: another's; n3: two instances; i4: no node
-    assert rehoming.refused(instances) == ["n3"]
+    assert rehoming.refused(instances) == {"n3": 2}
