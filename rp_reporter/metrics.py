@@ -31,6 +31,9 @@ METRICS = {
                           ()),
     "reconciling": (prom.Gauge, "rp_reporter_reconcile_running",
                     "1 while a reconcile pass runs.", ()),
+    "reconcile_passes": (prom.Counter, "rp_reporter_reconcile_passes",
+                         "Reconcile passes finished (a pass that could not run is not "
+                         "counted).", ()),
     "reconcile_drift": (prom.Gauge, "rp_reporter_last_reconcile_drift",
                         "Nodes the last reconcile found out of step.", ()),
     "deletions_refused": (prom.Counter, "rp_reporter_deletions_refused",

@@ -127,6 +127,7 @@ class Agent:
         # Only now: a pass is done when its bulk creation is (watchers wait on this).
         self.metrics.reconcile_seconds.set(time.monotonic() - started)
         self.metrics.reconcile_drift.set(found)
+        self.metrics.reconcile_passes.inc()
         return True
 
     def create_in_bulk(self, new):

@@ -67,7 +67,10 @@ def test_a_first_start_creates_providers_in_bulk(agents, ironic, placement):
     for node in nodes:
         wait_for(lambda n=node: inventory(placement, n) == {GOLD: (1, 1, 1)}, 30, node)
     wait_for(lambda: "12 of 12 providers created in bulk" in agent.output(), 10, "bulk")
+    passes = agent.metric("rp_reporter_reconcile_passes_total")
+    assert passes >= 1
     time.sleep(3)  # a few more passes
+    assert agent.metric("rp_reporter_reconcile_passes_total") > passes
     # The cache knew each generation after the bulk write: no later pass found
     # a node out of step, and nothing was written twice.
     assert "out of step" not in agent.output()

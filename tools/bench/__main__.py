@@ -9,6 +9,7 @@
     tox -e bench -- reshaper --nodes 1000       # POST /reshaper as a bulk path
     tox -e bench -- reconcile --nodes 1000      # ours alone, plus a cold new process
     tox -e bench -- sweep --nodes 1000 --workers 4 8 16 32 --bulk-batch 100 250
+    tox -e bench -- fleet --nodes 10000 --agents 1 2 4 8  # cost per interval as agents are added
 
 Every contender runs against the same kind of Placement: by default Placement
 (and Ironic) on MariaDB, one private mariadbd per stack with a database per
@@ -58,6 +59,7 @@ import argparse
 from tools import localstack
 from tools.bench import common
 from tools.bench import compare
+from tools.bench import fleet
 from tools.bench import latency
 from tools.bench import reconcile
 from tools.bench import report
@@ -68,7 +70,7 @@ from tools.bench import sweep
 
 # The benchmarks that run on their own and print their own table (no summary).
 ALONE = {"reconcile": reconcile, "latency": latency, "ring": ring, "sweep": sweep,
-         "reshaper": reshaper}
+         "reshaper": reshaper, "fleet": fleet}
 
 
 def parser():
@@ -92,6 +94,19 @@ def parser():
     latency_cmd.add_argument("--toggles", type=int, default=200)
     latency_cmd.add_argument("--agents", type=int, default=4,
                              help="on a Redis ring when more than 1")
+    fleet_cmd = sub.add_parser("fleet", help="Ironic's, Placement's and the broker's CPU per "
+                               "interval as agents are added", parents=[shared])
+    fleet_cmd.add_argument("--nodes", type=int, default=10_000)
+    fleet_cmd.add_argument("--agents", type=int, nargs="+", default=[1, 2, 4, 8])
+    fleet_cmd.add_argument("--interval", type=int, default=120,
+                           help="[reconcile] interval of every agent (s)")
+    fleet_cmd.add_argument("--intervals", type=int, default=2,
+                           help="each window's length, in intervals")
+    fleet_cmd.add_argument("--drift", type=float, default=0.01,
+                           help="share of the nodes changed each interval in the drift window")
+    fleet_cmd.add_argument("--settle-timeout", type=int, default=900)
+    fleet_cmd.add_argument("--set", nargs="*", default=[], metavar="SECTION.OPTION=VALUE",
+                           help="agent configuration over the bench's (e.g. to compare)")
     ring_cmd = sub.add_parser("ring", parents=[shared])
     ring_cmd.add_argument("--partitions", type=int, default=1024)
     compare_cmd = sub.add_parser("compare", help="side by side with nova's report client",

@@ -1,0 +1,187 @@
+"""fleet: what the fleet costs Ironic, Placement and the broker per reconcile interval
+as agents are added (1, 2, 4, 8 by default) over one fleet, in steady state and with a
+share of the nodes changed each interval.
+
+One stack (MariaDB, RabbitMQ, Redis, Placement, Ironic; noauth), NODES nodes loaded
+into Ironic and their providers made once by one reconcile (the bulk path).  Then, for
+each agent count: that many agents on a Redis ring, started with state files of their
+own; once every agent has finished a pass and nothing is queued, a window of
+``--intervals`` reconcile intervals with nothing changed (steady), then one as long
+with ``--drift`` of the nodes changed each interval through Ironic's API (maintenance
+set, and unset the next time: each change a notification, as in a real fleet).  Each
+window's figures are per interval: the CPU Ironic's, Placement's and RabbitMQ's own
+processes used (read from /proc), the agents' own CPU, and the notifications the
+agents received (the broker's deliveries to them).
+"""
+
+import concurrent.futures
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+from rp_reporter import wiring
+from tools import fleet
+from tools import localstack
+from tools.bench import common
+
+SHARD = "bench"
+COLUMNS = ("agents", "phase", "ironic_cpu_s", "placement_cpu_s", "broker_cpu_s",
+           "broker_deliveries", "agents_cpu_s", "total_cpu_s", "passes", "load")
+
+
+def process_cpu(pid):
+    """CPU seconds used so far by one process (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+class Agents:
+    """``count`` agent processes on one Redis ring, each with its metrics port."""
+
+    def __init__(self, stack, workdir, count, interval, overrides):
+        self.procs, self.ports = [], []
+        for i in range(count):
+            port = localstack.free_port()
+            state = os.path.join(workdir, f"state-{i}")  # kept from one count to the next
+            os.makedirs(state, exist_ok=True)
+            path = os.path.join(workdir, f"agent-{count}-{i}.conf")
+            sections = {"DEFAULT": {"host": f"fleet-{i}", "state_path": state},
+                        "ironic": {"shard": SHARD}, "reconcile": {"interval": interval},
+                        "coordination": {"backend_url": stack.redis_url},
+                        "agent": {"metrics_bind": f"127.0.0.1:{port}"}}
+            for section, values in overrides.items():
+                sections.setdefault(section, {}).update(values)
+            with open(path, "w") as f:
+                f.write(stack.reporter_conf(**sections))
+            self.ports.append(port)
+            self.procs.append(subprocess.Popen(
+                [sys.executable, "-m", "rp_reporter.agent", "--config-file", path],
+                stdout=subprocess.DEVNULL,
+                stderr=open(os.path.join(workdir, f"agent-{count}-{i}.log"), "w")))
+
+    def _sum(self, name, missing):
+        total = 0.0
+        for port in self.ports:
+            found = {k: v for k, v in common.scrape(port, name).items()
+                     if k == name or k.startswith(name + "{")}
+            total += sum(found.values()) if found else missing
+        return total
+
+    def settled(self):
+        """Every agent has finished a pass, none is running one and nothing is queued."""
+        try:
+            return (all(common.scrape(p, "rp_reporter_last_reconcile_seconds").get(
+                        "rp_reporter_last_reconcile_seconds", 0) > 0 for p in self.ports)
+                    and self._sum("rp_reporter_reconcile_running", 1) == 0
+                    and self._sum("rp_reporter_queue_depth", 1) == 0)
+        except (OSError, ValueError):
+            return False  # one is not answering yet
+
+    def deliveries(self):
+        return self._sum("rp_reporter_notifications_total", 0)
+
+    def passes(self):
+        return self._sum("rp_reporter_reconcile_passes_total", 0)
+
+    def cpu(self):
+        return sum(process_cpu(p.pid) for p in self.procs)
+
+    def stop(self):
+        localstack.terminate(self.procs)
+
+
+def changer(ironic, nodes, per_interval, interval, stop):
+    """Change ``per_interval`` nodes each interval, evenly spread: maintenance on, and
+    off again the next time a node comes round."""
+    maintenance = {}
+    gap = interval / max(per_interval, 1)
+    while not stop.wait(gap):
+        node = random.choice(nodes)
+        maintenance[node] = not maintenance.get(node, False)
+        ironic.set_maintenance(node, maintenance[node])
+    for node in (n for n, on in maintenance.items() if on):  # the next window starts clean
+        ironic.set_maintenance(node, False)
+
+
+def window(stack, agents, seconds, intervals):
+    """Per-interval figures over the next ``seconds``."""
+    def reading():
+        return {"ironic": common.service_cpu(stack, "ironic"),
+                "placement": common.service_cpu(stack, "placement"),
+                "broker": common.service_cpu(stack, "rabbitmq"),
+                "agents": agents.cpu(), "deliveries": agents.deliveries(),
+                "passes": agents.passes()}
+    before = reading()
+    time.sleep(seconds)
+    after = reading()
+    per = {k: round((after[k] - before[k]) / intervals, 2) for k in before}
+    return {"ironic_cpu_s": per["ironic"], "placement_cpu_s": per["placement"],
+            "broker_cpu_s": per["broker"], "broker_deliveries": per["deliveries"],
+            "agents_cpu_s": per["agents"],
+            "total_cpu_s": round(per["ironic"] + per["placement"] + per["broker"], 2),
+            "passes": round(after["passes"] - before["passes"]), "load": common.load()}
+
+
+def run(args):
+    workdir = tempfile.mkdtemp(prefix="rp-bench-fleet-")
+    stack = common.new_stack(workdir)
+    rows = []
+    try:
+        common.start(stack, ["rabbitmq", "redis", "placement", "ironic"])
+        ironic = fleet.Ironic(stack.ironic_url, SHARD)
+        nodes = common.load_many(stack, ironic, args.nodes)
+        conf, _ = common.confs(stack, workdir, SHARD, bulk_batch=100)
+        started = time.monotonic()
+        wiring.reconciler(conf).run()
+        print(f"{args.nodes} nodes, their providers made in {time.monotonic() - started:.0f} s "
+              f"(load {common.load()})", flush=True)
+        overrides = dict(o.split("=", 1) for o in args.set)
+        sections = {}
+        for key, value in overrides.items():
+            section, option = key.split(".", 1)
+            sections.setdefault(section, {})[option] = value
+        seconds = args.interval * args.intervals
+        for count in args.agents:
+            agents = Agents(stack, workdir, count, args.interval, sections)
+            try:
+                deadline = time.monotonic() + args.settle_timeout
+                while not agents.settled():
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"{count} agents not settled in "
+                                           f"{args.settle_timeout} s")
+                    time.sleep(2)
+                steady = window(stack, agents, seconds, args.intervals)
+                rows.append({"agents": count, "phase": "steady", **steady})
+                common.print_table(rows[-1:], COLUMNS)
+                stop = threading.Event()
+                per_interval = max(1, round(args.drift * args.nodes))
+                with concurrent.futures.ThreadPoolExecutor(1) as pool:
+                    changing = pool.submit(changer, ironic, nodes, per_interval,
+                                           args.interval, stop)
+                    drift = window(stack, agents, seconds, args.intervals)
+                    stop.set()
+                    changing.result()
+                rows.append({"agents": count, "phase": f"drift {args.drift:.0%}", **drift})
+                common.print_table(rows[-1:], COLUMNS)
+            finally:
+                agents.stop()
+        base = {r["phase"]: r["total_cpu_s"] for r in rows if r["agents"] == args.agents[0]}
+        for row in rows:
+            row["total_vs_first"] = round(row["total_cpu_s"] / max(base[row["phase"]], 0.01), 2)
+        print()
+        common.print_table(rows, COLUMNS + ("total_vs_first",))
+        result = {"nodes": args.nodes, "interval_s": args.interval, "intervals": args.intervals,
+                  "drift": args.drift, "set": overrides, "rows": rows,
+                  "command": "python -m tools.bench fleet " + " ".join(sys.argv[2:])}
+        common.save(result, "fleet")
+        return result
+    finally:
+        stack.stop()
