@@ -100,7 +100,7 @@ def parser():
     fleet_cmd.add_argument("--agents", type=int, nargs="+", default=[1, 2, 4, 8])
     fleet_cmd.add_argument("--interval", type=int, default=120,
                            help="[reconcile] interval of every agent (s)")
-    fleet_cmd.add_argument("--intervals", type=int, default=2,
+    fleet_cmd.add_argument("--intervals", type=int, default=3,
                            help="each window's length, in intervals")
     fleet_cmd.add_argument("--drift", type=float, default=0.01,
                            help="share of the nodes changed each interval in the drift window")

@@ -10,8 +10,9 @@ own; once every agent has finished a pass and nothing is queued, a window of
 with ``--drift`` of the nodes changed each interval through Ironic's API (maintenance
 set, and unset the next time: each change a notification, as in a real fleet).  Each
 window's figures are per interval: the CPU Ironic's, Placement's and RabbitMQ's own
-processes used (read from /proc), the agents' own CPU, and the notifications the
-agents received (the broker's deliveries to them).
+processes used (read from /proc), the agents' own CPU, the notifications the agents
+received (the broker's deliveries to them) and the passes they finished (about one per
+agent: a window starts once every agent has finished a pass after its first).
 """
 
 import concurrent.futures
@@ -127,7 +128,7 @@ def window(stack, agents, seconds, intervals):
             "broker_cpu_s": per["broker"], "broker_deliveries": per["deliveries"],
             "agents_cpu_s": per["agents"],
             "total_cpu_s": round(per["ironic"] + per["placement"] + per["broker"], 2),
-            "passes": round(after["passes"] - before["passes"]), "load": common.load()}
+            "passes": per["passes"], "load": common.load()}
 
 
 def run(args):
@@ -158,6 +159,11 @@ def run(args):
                         raise RuntimeError(f"{count} agents not settled in "
                                            f"{args.settle_timeout} s")
                     time.sleep(2)
+                # Into the cadence: every agent one more pass after its first (a new
+                # agent's first pass reads what it has no observation of).
+                first = agents.passes()
+                while agents.passes() < first + count:
+                    time.sleep(1)
                 steady = window(stack, agents, seconds, args.intervals)
                 rows.append({"agents": count, "phase": "steady", **steady})
                 common.print_table(rows[-1:], COLUMNS)
