@@ -6,13 +6,15 @@ One stack (MariaDB, RabbitMQ, Redis, Placement, Ironic; noauth), NODES nodes loa
 into Ironic and their providers made once by one reconcile (the bulk path).  Then, for
 each agent count: that many agents on a Redis ring, started with state files of their
 own; once every agent has finished a pass and nothing is queued, a window of
-``--intervals`` reconcile intervals with nothing changed (steady), then one as long
-with ``--drift`` of the nodes changed each interval through Ironic's API (maintenance
-set, and unset the next time: each change a notification, as in a real fleet).  Each
+``--intervals`` reconcile intervals with nothing changed (steady), then as many with
+``--drift`` of the nodes changed each ``--interval`` seconds through Ironic's API
+(maintenance set, and unset the next time: each change a notification, as in a real
+fleet).  A window of k intervals lasts until every agent has finished k more passes (an
+agent's interval is its wait and its pass), and starts once each has finished a pass
+after its first (a new agent's first reads what it has no observation of).  Each
 window's figures are per interval: the CPU Ironic's, Placement's and RabbitMQ's own
 processes used (read from /proc), the agents' own CPU, the notifications the agents
-received (the broker's deliveries to them) and the passes they finished (about one per
-agent: a window starts once every agent has finished a pass after its first).
+received (the broker's deliveries to them), the changes made, and the seconds.
 """
 
 import concurrent.futures
@@ -31,7 +33,7 @@ from tools.bench import common
 
 SHARD = "bench"
 COLUMNS = ("agents", "phase", "ironic_cpu_s", "placement_cpu_s", "broker_cpu_s",
-           "broker_deliveries", "agents_cpu_s", "total_cpu_s", "passes", "load")
+           "broker_deliveries", "agents_cpu_s", "total_cpu_s", "changes", "seconds", "load")
 
 
 def process_cpu(pid):
@@ -90,7 +92,9 @@ class Agents:
         return self._sum("rp_reporter_notifications_total", 0)
 
     def passes(self):
-        return self._sum("rp_reporter_reconcile_passes_total", 0)
+        """Each agent's passes finished so far."""
+        return [common.scrape(p, "rp_reporter_reconcile_passes_total").get(
+            "rp_reporter_reconcile_passes_total", 0) for p in self.ports]
 
     def cpu(self):
         return sum(process_cpu(p.pid) for p in self.procs)
@@ -99,36 +103,41 @@ class Agents:
         localstack.terminate(self.procs)
 
 
-def changer(ironic, nodes, per_interval, interval, stop):
+def changer(ironic, nodes, per_interval, interval, stop, made):
     """Change ``per_interval`` nodes each interval, evenly spread: maintenance on, and
-    off again the next time a node comes round."""
+    off again the next time a node comes round.  ``made`` counts the changes."""
     maintenance = {}
     gap = interval / max(per_interval, 1)
     while not stop.wait(gap):
         node = random.choice(nodes)
         maintenance[node] = not maintenance.get(node, False)
         ironic.set_maintenance(node, maintenance[node])
+        made.append(node)
     for node in (n for n, on in maintenance.items() if on):  # the next window starts clean
         ironic.set_maintenance(node, False)
 
 
-def window(stack, agents, seconds, intervals):
-    """Per-interval figures over the next ``seconds``."""
+def window(stack, agents, intervals, made=()):
+    """Per-interval figures over the next ``intervals`` intervals of the fleet: until its
+    agents have finished ``intervals`` passes each (an agent's interval is its wait plus
+    its pass, so the window is as long as the passes make it, whatever their length)."""
     def reading():
         return {"ironic": common.service_cpu(stack, "ironic"),
                 "placement": common.service_cpu(stack, "placement"),
                 "broker": common.service_cpu(stack, "rabbitmq"),
                 "agents": agents.cpu(), "deliveries": agents.deliveries(),
-                "passes": agents.passes()}
+                "changes": len(made), "at": time.monotonic()}
+    first = agents.passes()
     before = reading()
-    time.sleep(seconds)
+    while any(now < then + intervals for now, then in zip(agents.passes(), first, strict=True)):
+        time.sleep(0.5)
     after = reading()
     per = {k: round((after[k] - before[k]) / intervals, 2) for k in before}
     return {"ironic_cpu_s": per["ironic"], "placement_cpu_s": per["placement"],
             "broker_cpu_s": per["broker"], "broker_deliveries": per["deliveries"],
             "agents_cpu_s": per["agents"],
             "total_cpu_s": round(per["ironic"] + per["placement"] + per["broker"], 2),
-            "passes": per["passes"], "load": common.load()}
+            "changes": per["changes"], "seconds": per["at"], "load": common.load()}
 
 
 def run(args):
@@ -149,7 +158,6 @@ def run(args):
         for key, value in overrides.items():
             section, option = key.split(".", 1)
             sections.setdefault(section, {})[option] = value
-        seconds = args.interval * args.intervals
         for count in args.agents:
             agents = Agents(stack, workdir, count, args.interval, sections)
             try:
@@ -161,18 +169,16 @@ def run(args):
                     time.sleep(2)
                 # Into the cadence: every agent one more pass after its first (a new
                 # agent's first pass reads what it has no observation of).
-                first = agents.passes()
-                while agents.passes() < first + count:
-                    time.sleep(1)
-                steady = window(stack, agents, seconds, args.intervals)
+                window(stack, agents, 1)
+                steady = window(stack, agents, args.intervals)
                 rows.append({"agents": count, "phase": "steady", **steady})
                 common.print_table(rows[-1:], COLUMNS)
-                stop = threading.Event()
+                stop, made = threading.Event(), []
                 per_interval = max(1, round(args.drift * args.nodes))
                 with concurrent.futures.ThreadPoolExecutor(1) as pool:
                     changing = pool.submit(changer, ironic, nodes, per_interval,
-                                           args.interval, stop)
-                    drift = window(stack, agents, seconds, args.intervals)
+                                           args.interval, stop, made)
+                    drift = window(stack, agents, args.intervals, made)
                     stop.set()
                     changing.result()
                 rows.append({"agents": count, "phase": f"drift {args.drift:.0%}", **drift})
