@@ -124,12 +124,16 @@ def logged_at(stamp):
     return datetime.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").timestamp()
 
 
-def agent_wrote(topology, usable_at):
-    """{node: seconds from usable to the first write an agent logged for it after}: the
-    agents' share of each reuse time (the rest is Placement and the offer watcher)."""
+def agent_wrote(topology, usable_at, offered):
+    """{node: seconds from usable to an agent's write of it}, for each node an agent's
+    write offered: its first logged between the node becoming usable and the offer (the
+    log line follows Placement's answer, the offer watcher's next answer may come
+    first).  A node missing was offered by another's write (nova's, in A)."""
     writes = [(logged_at(at), node) for agent in topology.agents
               for at, node in AGENT_WROTE.findall(agent.output())]
-    found = {node: min((at for at, n in writes if n == node and at >= start), default=None)
+    found = {node: min((at for at, n in writes
+                        if n == node and start <= at <= (offered.get(node) or start) + 0.5),
+                       default=None)
              for node, start in usable_at.items()}
     return {node: round(at - usable_at[node], 3) for node, at in found.items() if at}
 
@@ -265,9 +269,8 @@ def freed_race(cloud, topology):
            "reuse_s": sorted(round(r, 3) for r in reuse),
            "reuse_s_p50": round(statistics.median(reuse), 3),
            "reuse_s_max": round(max(reuse), 3),
-           # The agents' writes, from usable (none in stock; one another wrote first
-           # is missing): how much of reuse_s was the agents'.
-           "agent_wrote_s": sorted(agent_wrote(topology, usable_at).values()),
+           # How much of reuse_s was the agents' (none in stock).
+           "agent_wrote_s": sorted(agent_wrote(topology, usable_at, offered).values()),
            "never_offered": sum(not at for at in offered.values()),
            "offered_while_unusable": len(offered_early)}
     delete_all(cloud, [s for s in fill if s not in freed_servers] + new_servers)
