@@ -45,7 +45,9 @@ from nova import exception
 from nova import objects
 from nova import servicegroup
 from nova.virt.ironic import driver as ironic_driver
+from openstack import exceptions as sdk_exc
 from oslo_config import cfg
+from oslo_utils import uuidutils
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import membership
@@ -253,15 +255,21 @@ class IronicDriver(ironic_driver.IronicDriver):
         """Move to this service the nodes with instances of fenced services that the
         ring gives it, one node at a time (nova-manage db ironic_compute_node_move's
         steps, without a person)."""
+        # Every compute service, not only those with Ironic compute node records
+        # (ServiceList.get_all_computes_by_hv_type): a mover that dies between its two
+        # steps leaves an instance on a service whose free nodes the survivors may have
+        # taken since, so that it has no record left; its disabled ones too.
         up_by_service = {service.host: self._servicegroup().service_is_up(service)
-                         for service in objects.ServiceList.get_all_computes_by_hv_type(
-                             ctxt, self._get_hypervisor_type())}
+                         for service in objects.ServiceList.get_by_binary(
+                             ctxt, "nova-compute", include_disabled=True)}
         me = CONF.host.lower()
 
         def owns(node):
             return me in self.hash_ring.get_nodes(node.encode())
         for host in rehoming.fenced_services(up_by_service, members, CONF.host):
-            instances = [(i.node, i) for i in objects.InstanceList.get_by_host(ctxt, host)]
+            # Ironic names its nodes by uuid; another driver's hypervisor is none of ours.
+            instances = [(i.node, i) for i in objects.InstanceList.get_by_host(ctxt, host)
+                         if uuidutils.is_uuid_like(i.node)]
             for node, count in rehoming.refused(instances).items():
                 self._problems.only(node, [f"{count} instances on fenced service {host}: not "
                                            "re-homed (nova's ironic_compute_node_move refuses "
@@ -274,8 +282,11 @@ class IronicDriver(ironic_driver.IronicDriver):
         """The node is one this service may manage: in its [ironic] shard and conductor
         group, as nova's own listing filters them (a fenced service of another fleet,
         or a retired one, is none of this group's business)."""
-        found = self.ironic_connection.get_node(node, fields=("uuid", "shard",
-                                                              "conductor_group"))
+        try:
+            found = self.ironic_connection.get_node(node, fields=("uuid", "shard",
+                                                                  "conductor_group"))
+        except sdk_exc.NotFoundException:
+            return False  # not an Ironic node (any more)
         return ((not CONF.ironic.shard or found.shard == CONF.ironic.shard)
                 and (CONF.ironic.conductor_group is None
                      or found.conductor_group == CONF.ironic.conductor_group))

@@ -17,11 +17,13 @@ from hypothesis import HealthCheck
 from hypothesis import given
 from hypothesis import settings
 from hypothesis import strategies as st
+from nova import context as nova_context
 from nova import exception
 from nova import objects
 from nova.compute import provider_tree as nova_provider_tree
 from nova.virt.ironic import driver as nova_driver
 from nova.virt.ironic import ironic_states
+from openstack import exceptions as sdk_exc
 from openstack.baremetal.v1 import node as sdk_node
 
 from rp_reporter import model
@@ -143,6 +145,56 @@ def test_mixing_the_coordination_ring_with_nova_ring_is_why_a_group_switches_tog
                             rp_reporter={"peers_from": "coordination"}) for h in HOSTS}
     assert all(len(o) == 1 for o in owners_of(owned, free).values())
     del fleet_
+
+
+class DownHosts:
+    """nova's servicegroup API, with these hosts reported down."""
+
+    def __init__(self, down):
+        self.down = set(down)
+
+    def service_is_up(self, service):
+        return service.host not in self.down
+
+
+class NodeLookup:
+    """nova's openstacksdk baremetal proxy, for get_node only: these nodes exist."""
+
+    def __init__(self, nodes):
+        self.nodes = set(nodes)
+
+    def get_node(self, node, fields=None):
+        if node not in self.nodes:
+            raise sdk_exc.NotFoundException(f"node {node} not found")
+        return sdk_node.Node(id=node, shard=None, conductor_group="")
+
+
+def test_a_fenced_service_is_found_by_its_instances_not_its_node_records(
+        nova_config, monkeypatch):
+    """A mover that dies between its two steps leaves the instance on itself and the
+    node's record on the first dead service; by the time it is fenced the survivors may
+    have taken all its free nodes, so no Ironic compute node record names it (nova's
+    ServiceList.get_all_computes_by_hv_type no longer lists it).  Its instance is still
+    found and moved; an instance of another driver (a hypervisor hostname) and one on a
+    node Ironic no longer has are left alone, with no error."""
+    dead_mover, ironic_node, gone_node = "compute-mover", str(uuid.uuid4()), str(uuid.uuid4())
+    instances = {dead_mover: [objects.Instance(uuid=str(uuid.uuid4()), node=node)
+                              for node in (ironic_node, gone_node, "libvirt-host-7")]}
+    monkeypatch.setattr(objects.ServiceList, "get_all_computes_by_hv_type",
+                        lambda ctxt, hv: [objects.Service(host=HOSTS[0])])
+    monkeypatch.setattr(objects.ServiceList, "get_by_binary",
+                        lambda ctxt, binary, include_disabled=False: [
+                            objects.Service(host=h) for h in (HOSTS[0], dead_mover)])
+    monkeypatch.setattr(objects.InstanceList, "get_by_host",
+                        lambda ctxt, host: instances.get(host, []))
+    driver = Fleet.driver("ours", NodeLookup([ironic_node]))
+    driver._servicegroup_api = DownHosts([dead_mover])
+    moved = []
+    monkeypatch.setattr(driver, "_rehome", lambda ctxt, node, instance, host: moved.append(
+        (node, instance.uuid, host)))
+    driver.hash_ring = driver._ring_of({HOSTS[0]})  # the last live member: owns them all
+    driver._rehome_from_fenced(nova_context.get_admin_context(), {HOSTS[0]})
+    assert moved == [(ironic_node, instances[dead_mover][0].uuid, dead_mover)]
 
 
 # ---------------------------------------------------------------------------
