@@ -41,20 +41,31 @@ def load():
     return round(os.getloadavg()[0], 2)
 
 
+def _stat(pid):
+    """The fields of /proc/PID/stat after the command name, or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def _cpu_s(fields):
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def process_cpu(pid):
+    """CPU seconds used so far by one process (0 once it is gone)."""
+    fields = _stat(pid)
+    return _cpu_s(fields) if fields else 0.0
+
+
 def service_cpu(stack, name):
     """CPU seconds used so far by a stack's service: every process of its session
     (a gunicorn master and its workers), read from /proc."""
-    service = stack.services[name]
-    total = 0.0
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # gone meanwhile
-        if int(fields[3]) == service.proc.pid:  # its session's process group
-            total += int(fields[11]) + int(fields[12])  # utime + stime, in ticks
-    return total / os.sysconf("SC_CLK_TCK")
+    group = stack.services[name].proc.pid
+    return sum(_cpu_s(fields) for fields in map(_stat, filter(str.isdigit, os.listdir("/proc")))
+               if fields and int(fields[3]) == group)  # its session's process group
 
 
 def loader_threads():

@@ -36,16 +36,6 @@ COLUMNS = ("agents", "phase", "ironic_cpu_s", "placement_cpu_s", "broker_cpu_s",
            "broker_deliveries", "agents_cpu_s", "total_cpu_s", "changes", "seconds", "load")
 
 
-def process_cpu(pid):
-    """CPU seconds used so far by one process (0 once it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 class Agents:
     """``count`` agent processes on one Redis ring, each with its metrics port."""
 
@@ -96,8 +86,14 @@ class Agents:
         return [common.scrape(p, "rp_reporter_reconcile_passes_total").get(
             "rp_reporter_reconcile_passes_total", 0) for p in self.ports]
 
+    def wait_passes(self, count):
+        """Until every agent has finished ``count`` more passes."""
+        first = self.passes()
+        while any(now < then + count for now, then in zip(self.passes(), first, strict=True)):
+            time.sleep(0.5)
+
     def cpu(self):
-        return sum(process_cpu(p.pid) for p in self.procs)
+        return sum(common.process_cpu(p.pid) for p in self.procs)
 
     def stop(self):
         localstack.terminate(self.procs)
@@ -127,10 +123,8 @@ def window(stack, agents, intervals, made=()):
                 "broker": common.service_cpu(stack, "rabbitmq"),
                 "agents": agents.cpu(), "deliveries": agents.deliveries(),
                 "changes": len(made), "at": time.monotonic()}
-    first = agents.passes()
     before = reading()
-    while any(now < then + intervals for now, then in zip(agents.passes(), first, strict=True)):
-        time.sleep(0.5)
+    agents.wait_passes(intervals)
     after = reading()
     per = {k: round((after[k] - before[k]) / intervals, 2) for k in before}
     return {"ironic_cpu_s": per["ironic"], "placement_cpu_s": per["placement"],
@@ -169,7 +163,7 @@ def run(args):
                     time.sleep(2)
                 # Into the cadence: every agent one more pass after its first (a new
                 # agent's first pass reads what it has no observation of).
-                window(stack, agents, 1)
+                agents.wait_passes(1)
                 steady = window(stack, agents, args.intervals)
                 rows.append({"agents": count, "phase": "steady", **steady})
                 common.print_table(rows[-1:], COLUMNS)
@@ -192,7 +186,7 @@ def run(args):
         common.print_table(rows, COLUMNS + ("total_vs_first",))
         result = {"nodes": args.nodes, "interval_s": args.interval, "intervals": args.intervals,
                   "drift": args.drift, "set": overrides, "rows": rows,
-                  "command": "python -m tools.bench fleet " + " ".join(sys.argv[2:])}
+                  "command": "python -m tools.bench " + " ".join(sys.argv[1:])}
         common.save(result, "fleet")
         return result
     finally:
