@@ -81,6 +81,20 @@ RECONCILE_OPTS = [
     cfg.FloatOpt("jitter", default=0.1, min=0, max=1, mutable=True,
                  help="Each wait of the agent is interval * (1 +/- jitter), so agents "
                       "drift apart."),
+    cfg.BoolOpt("share_listing", default=True,
+                help="Agents on one ring list Ironic and Placement once per interval for "
+                     "all of them, not once each: the ring's owner of a fixed key (the "
+                     "lister) lists both and casts every other member its slice over "
+                     "[notifications] transport_url (topic rp_reporter_listing.<group>); "
+                     "each member runs its pass on its slice. A member with no whole, "
+                     "fresh slice on its own ring lists by itself. Needs transport_url and "
+                     "a ring of more than one member; otherwise every agent lists."),
+    cfg.FloatOpt("shared_listing_wait", default=30.0, min=0,
+                 help="Seconds past its own interval a member waits for the lister's "
+                      "slice before it lists by itself (at least twice the lister's last "
+                      "listing time, so a large fleet's slow listing is waited for); also "
+                      "how long it waits for the lister's listing after the ring "
+                      "changed."),
 ]
 
 NOTIFICATIONS_OPTS = [

@@ -34,6 +34,10 @@ METRICS = {
     "reconcile_passes": (prom.Counter, "rp_reporter_reconcile_passes",
                          "Reconcile passes finished (a pass that could not run is not "
                          "counted).", ()),
+    "listings": (prom.Counter, "rp_reporter_reconcile_listings",
+                 "Reconcile passes by where their bulk observation came from: own (this "
+                 "agent listed Ironic and Placement), shared (the lister's slice), sent (this "
+                 "agent listed and sent the other members their slices).", ("source",)),
     "reconcile_drift": (prom.Gauge, "rp_reporter_last_reconcile_drift",
                         "Nodes the last reconcile found out of step.", ()),
     "deletions_refused": (prom.Counter, "rp_reporter_deletions_refused",

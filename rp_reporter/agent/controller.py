@@ -9,6 +9,10 @@ per-node sync (``sync/node.py``) makes Placement match each node:
   (jittered), one bulk observation names the nodes that differ; nodes with no
   provider yet are created in bulk first (``Reconciler.create_in_bulk``).
 
+With ``[reconcile] share_listing`` one member lists for the ring and the others
+run their passes on the slices it casts them (``listing_bus.py``): a member's
+loop then waits for its slice, and lists by itself only when none comes.
+
 Ownership and fencing are ``ownership.py``'s; what ``/healthz`` says, and the
 threads kept alive, ``health.py``'s; the command line, ``cmd.py``'s.
 """
@@ -32,6 +36,9 @@ from rp_reporter.sync import provider
 from rp_reporter.sync import queue as work_queue
 
 LOG = logging.getLogger("rp_reporter.agent")
+# A notification-driven sync slower than this, from Ironic's notification to Placement's
+# answer, is logged with where its time went (the fast path's target is 300 ms at p99).
+SLOW_FAST_PATH = 0.5
 
 
 class Agent:
@@ -63,7 +70,10 @@ class Agent:
         self.health = rp_health.Health(self.metrics, self.ownership, self.deps,
                                        self.nodes.trait_writes, self.threads)
         self.listener = None
+        self.sharing = None  # listing_bus.Sharing once its bus is up
+        self._slice_expected = True  # the lister lists at a start and a ring change
         self._event_sent_at = {}  # uuid -> earliest notification not yet synced
+        self._event_received_at = {}  # uuid -> when that notification arrived here
         self._event_lock = threading.Lock()
 
     def use_rules(self, rules):
@@ -82,6 +92,8 @@ class Agent:
         self.metrics.notifications.labels("accepted").inc()
         sent_at = sent_at or time.time()
         with self._event_lock:
+            if uuid not in self._event_sent_at:
+                self._event_received_at[uuid] = time.time()
             self._event_sent_at[uuid] = min(sent_at, self._event_sent_at.get(uuid, sent_at))
         self.queue.add(uuid, urgent=True)  # ahead of a resync's keys
 
@@ -92,23 +104,28 @@ class Agent:
         """The ring changed: recently changed nodes now ours go first, then a resync."""
         for uuid in taken_over:
             self.queue.add(uuid, urgent=True)
+        self._slice_expected = True
         self.wake.set()
 
-    def resync(self):
-        """One periodic reconcile: bulk observation, enqueue what differs, create what
-        is missing.  Returns False when the pass could not run (the next one then comes
-        sooner)."""
+    def resync(self, listing=None):
+        """One periodic reconcile: bulk observation (``listing``, the lister's slice, or
+        this agent's own listings), enqueue what differs, create what is missing.
+        Returns False when the pass could not run (the next one then comes sooner)."""
         started = time.monotonic()
+        tee = self.sharing.tee() if self.sharing and listing is None else None
         try:
-            drift = self.reconciler.drift()
+            drift = self.reconciler.drift(listing=listing, tee=tee)
         except errors.ServiceError as e:
             self.deps[e.section].failed(e)
             return False
         except Exception:  # a bug: this pass is lost, the agent is not
             LOG.exception("reconcile pass failed")
             return False
-        for dep in self.deps.values():
-            dep.ok()
+        if listing is None:  # both services answered this agent
+            for dep in self.deps.values():
+                dep.ok()
+        self.metrics.listings.labels("shared" if listing is not None else
+                                     "sent" if tee is not None else "own").inc()
         self.apply_verdict(drift.verdict)
         self._enqueue(drift.keys)
         self.metrics.nodes_owned.set(drift.nodes)
@@ -159,6 +176,7 @@ class Agent:
     def sync_node(self, uuid):
         """The per-node sync of ``uuid``, with the agent's health and metrics; False
         to retry it with backoff."""
+        started = time.time()
         try:
             done = self.nodes.sync(uuid)
         except errors.ServiceError as e:
@@ -183,8 +201,24 @@ class Agent:
             LOG.warning("node %s: %s; will retry", uuid, done.result.reason)
             self.metrics.failures.labels("conflicts").inc()
             return False
+        self._log_if_slow(uuid, started, done)
         # Derived traits Ironic did not take: an outage retries; a refusal waits a pass.
         return done.trait_error is None or not done.trait_error.retryable
+
+    def _log_if_slow(self, uuid, started, done):
+        """A notification-driven sync that took longer than SLOW_FAST_PATH: one line
+        saying where the time went (the bus, this agent's queue, Ironic, Placement)."""
+        with self._event_lock:
+            sent_at = self._event_sent_at.get(uuid)
+            received_at = self._event_received_at.get(uuid)
+        now = time.time()
+        if sent_at is None or received_at is None or now - sent_at < SLOW_FAST_PATH:
+            return
+        LOG.info("node %s: fast path took %.2f s from Ironic's notification to Placement's "
+                 "answer: arrived after %.2f s, queued %.2f s, Ironic read %.2f s, Placement "
+                 "%.2f s in %d attempt(s)", uuid, now - sent_at, received_at - sent_at,
+                 max(0.0, started - received_at), done.read_seconds,
+                 now - started - done.read_seconds, done.result.attempts)
 
     def _failed(self, error):
         """A sync that met a ServiceError: an outage is retried with backoff; a refused
@@ -203,6 +237,7 @@ class Agent:
         if ok:  # only notification-driven syncs count as event-to-write
             with self._event_lock:
                 sent_at = self._event_sent_at.pop(key, None)
+                self._event_received_at.pop(key, None)
             if sent_at is not None:
                 self.metrics.event_to_write.observe(max(0.0, time.time() - sent_at))
         self.metrics.queue_depth.set(self.queue.depth())
@@ -261,6 +296,31 @@ class Agent:
         self.listener = events.listener(self.conf, endpoint)
         LOG.info("listening for Ironic notifications on topic %s",
                  self.conf.notifications.topic)
+        if self.conf.reconcile.share_listing:
+            from rp_reporter.agent import listing_bus  # oslo.messaging, as above
+
+            self.sharing = listing_bus.Sharing(self.conf, self.ownership,
+                                               lambda: self.nodes.extra_fields,
+                                               arrived=self.wake.set).start()
+
+    def listing_for_pass(self):
+        """The lister's slice for this pass, or None: list by itself.  The lister (or an
+        agent alone) always lists; a member takes the slice that woke it, and after a
+        start or a ring change (the lister then lists at once) waits for one a while."""
+        expected, self._slice_expected = self._slice_expected, False
+        if self.sharing is None or self.sharing.lists():
+            return None
+        deadline = time.monotonic() + (self.sharing.wait() if expected else 0)
+        while True:
+            listing = self.sharing.take()
+            left = deadline - time.monotonic()
+            if listing is not None or left <= 0 or self.stopping.is_set():
+                break
+            self.wake.clear()
+            self.wake.wait(min(left, self.conf.coordination.heartbeat))
+        if listing is None:
+            LOG.info("no whole shared listing from the lister on this ring: listing by myself")
+        return listing
 
     def log_preflight(self):
         """The checks of `rp-reporter check`, once at start, logged (never fatal)."""
@@ -299,16 +359,22 @@ class Agent:
             self.wake.clear()
             done = True
             if not self.ownership.fenced:
+                listing = self.listing_for_pass()
                 started = time.monotonic()
                 with self.metrics.reconciling.track_inprogress():
-                    done = self.resync()
+                    done = self.resync(listing)
                 if done:
                     self.threads.recovered(started)
             # A pass that could not run (an outage, a refused permission, Keystone or
             # the catalog misconfigured) is tried again within [agent] retry_max, so
-            # the agent recovers by itself soon after the cause is fixed.
-            self.wait_supervising(self.next_wait() if done else
-                                  min(self.next_wait(), self.conf.agent.retry_max))
+            # the agent recovers by itself soon after the cause is fixed.  A member
+            # waits past its interval for the lister's slice, which wakes it.
+            wait = self.next_wait() if done else min(self.next_wait(), self.conf.agent.retry_max)
+            if done and self.sharing is not None and not self.sharing.lists():
+                wait += self.sharing.wait()
+            self.wait_supervising(wait)
+        if self.sharing:
+            self.sharing.stop()
         if self.listener:
             self.listener.stop()
         self.queue.stop(timeout=6)

@@ -17,6 +17,7 @@ sync.  Deciding that is pure: a node already in step costs no Ironic request.
 import concurrent.futures
 import dataclasses
 import logging
+import time
 
 from rp_reporter import errors
 from rp_reporter import model
@@ -35,6 +36,7 @@ class NodeResult:
     result: provider.Result | None = None
     not_synced: str | None = None  # "not found", "foreign", "invalid"
     trait_error: errors.ServiceError | None = None  # derived traits Ironic did not take
+    read_seconds: float = 0.0  # the node's read from Ironic (the rest of a sync is Placement's)
 
 
 class NodeSync:
@@ -194,7 +196,9 @@ class NodeSync:
         A 404 is no proof the node is gone (scoped credentials see one too): only
         the reconcile pass deletes, on complete listings an interval apart.
         """
+        started = time.monotonic()
         record = self.ironic.get_node(uuid, self.extra_fields)
+        read_seconds = time.monotonic() - started
         if record is None:
             LOG.debug("node %s: not found in Ironic; left to the reconcile pass", uuid)
             return NodeResult(uuid, not_synced="not found")
@@ -214,7 +218,8 @@ class NodeSync:
         except errors.ServiceError as e:  # logged once by trait_writes or problems
             trait_error = e
         result = self.syncer.sync(self.desired(node), provider.USE_CACHE)
-        return NodeResult(uuid, result=result, trait_error=trait_error)
+        return NodeResult(uuid, result=result, trait_error=trait_error,
+                          read_seconds=read_seconds)
 
 
 def _names(traits):

@@ -135,11 +135,10 @@ class Reconciler:
         self._foreign.update(u for u in candidates if u in existing)
         return [u for u in candidates if u not in existing]
 
-    def _judge(self, absent, present, elsewhere, allow_mass, dry_run):
+    def _judge(self, absent, present, elsewhere, listing_gap, allow_mass, dry_run):
         seen = self.state.load("absent_since") or {}
         verdict = absence.judge(absent, present, seen, time.time(), self.absent_for,
-                                self.max_deletion_share, self.ironic.listing_gap, allow_mass,
-                                elsewhere)
+                                self.max_deletion_share, listing_gap, allow_mass, elsewhere)
         # A dry run observes, and leaves no trace a later run acts on.
         if not dry_run and verdict.waiting != seen:
             self.state.save("absent_since", verdict.waiting)
@@ -149,12 +148,17 @@ class Reconciler:
         """A managed provider whose node exists outside this scope: not ours to delete."""
         self._foreign.add(uuid)
 
-    def _observe(self, summary, keep_views=True, allow_mass=False, dry_run=False):
+    def _observe(self, summary, keep_views=True, allow_mass=False, dry_run=False,
+                 listing=None, tee=None):
         """Both bulk listings -> (desired for owned nodes, listed providers, the verdict
         on providers whose nodes are absent).
 
         Ironic's records are turned into desired state page by page and dropped,
         never held whole (at a large fleet they would outweigh everything else).
+        ``listing`` (a shared_listing.Listing): another member's listing of this
+        reporter's slice, read instead of listing both services.  ``tee``: sees
+        every record listed (``add``), then the providers and the listing gap
+        (``finish``), to hand the other members their slices.
         """
         in_ironic = set()
 
@@ -162,6 +166,8 @@ class Reconciler:
             for record in records:
                 if isinstance(record, dict):
                     in_ironic.add(sys.intern(str(record.get("uuid"))))  # as model's uuids
+                    if tee is not None:
+                        tee.add(record)
                 yield record
 
         self.syncer.start_pass()
@@ -171,16 +177,21 @@ class Reconciler:
         # listings, not their sum, and the re-verification no time of its own.
         pool = concurrent.futures.ThreadPoolExecutor(1 + REVERIFY_READERS)
         try:
-            providers = pool.submit(self.syncer.placement.list_providers)
+            if listing is None:
+                providers = pool.submit(self.syncer.placement.list_providers)
             for uuid in self.syncer.due():
                 pool.submit(self.syncer.reverify, uuid)
-            records = self.ironic.iter_nodes(self.nodes.extra_fields)
+            records = (self.ironic.iter_nodes(self.nodes.extra_fields) if listing is None
+                       else listing.records)
             desired, self.trait_failures = self.nodes.desired_from_records(
                 noting_uuids(records), self.owns,
                 lambda uuid, why: summary.add(Result(uuid, Outcome.SKIPPED, reason=why)),
                 summary.node_views if keep_views else None, dry_run)
             summary.failures.update(self.trait_failures)
-            listed = providers.result()
+            listed = providers.result() if listing is None else listing.providers
+            listing_gap = self.ironic.listing_gap if listing is None else listing.listing_gap
+            if tee is not None:
+                tee.finish(listed, listing_gap)
         except BaseException:
             pool.shutdown(wait=False, cancel_futures=True)  # the pass fails now, not later
             raise
@@ -188,19 +199,20 @@ class Reconciler:
         absent = self._absent(listed, in_ironic)
         present = sum(1 for u in listed if u in in_ironic and self.owns(u))
         elsewhere = sum(1 for u in listed if u in self._foreign and self.owns(u))
-        verdict = self._judge(absent, present, elsewhere, allow_mass, dry_run)
+        verdict = self._judge(absent, present, elsewhere, listing_gap, allow_mass, dry_run)
         return desired, listed, verdict
 
-    def drift(self):
+    def drift(self, listing=None, tee=None):
         """The periodic resync of the agent: bulk observation, then only the owned nodes
         whose provider may differ from desired, and the verdict on absent nodes.
 
         The cache decides what is in step, so a fleet with nothing changed yields
         nothing to do and no per-provider reads.  A node that cannot be offered is
-        logged once.
+        logged once.  ``listing`` and ``tee``: the shared listing (``_observe``).
         """
         summary = Summary()
-        desired, listed, verdict = self._observe(summary, keep_views=False)
+        desired, listed, verdict = self._observe(summary, keep_views=False, listing=listing,
+                                                 tee=tee)
         _, new, rest = self._partition(desired, listed, dry_run=False)
         for d in desired:
             if d.problem:

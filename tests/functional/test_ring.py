@@ -27,13 +27,13 @@ def backend(request, stack, tmp_path):
 def fleet_of(stack, shard, tmp_path, backend):
     started = []
 
-    def start(count, **extra):
+    def start(count, reconcile=None, **extra):
         agents = []
         for i in range(count):
             agent = AgentProcess(stack, shard, tmp_path, f"agent-{i}",
                                  coordination={"backend_url": backend, "lease": LEASE,
                                                "heartbeat": 0.5},
-                                 reconcile={"interval": 3600}, **extra)
+                                 reconcile={"interval": 3600, **(reconcile or {})}, **extra)
             agents.append(agent.start())
         started.extend(agents)
         return agents
@@ -140,3 +140,66 @@ def test_sigterm_while_the_backend_is_down_exits_quickly(fleet_of, stack):
         assert "not leaving group" in agent.output()
     finally:
         stack.start_service("redis")
+
+
+INTERVAL = 8
+
+
+def listings(agent, source):
+    return agent.metric("rp_reporter_reconcile_listings_total", f'{{source="{source}"}}')
+
+
+def lister_and_members(agents):
+    """(the agent that lists for the others, the others), once every other has run two
+    passes on its slices."""
+    def found():
+        live = [a for a in agents if a.proc.poll() is None]
+        senders = [a for a in live if listings(a, "sent") > 0]
+        return len(senders) == 1 and all(listings(a, "shared") >= 2 for a in live
+                                         if a is not senders[0])
+    wait_for(found, 8 * INTERVAL, "one lister, every other member on its slices")
+    live = [a for a in agents if a.proc.poll() is None]
+    lister = next(a for a in live if listings(a, "sent") > 0)
+    return lister, [a for a in live if a is not lister]
+
+
+def repaired_in(placement, node, trait):
+    """Seconds until a trait put on the node's provider behind the agents' back (drift
+    no notification names) is gone again."""
+    placement.add_trait(node, trait)
+    added = time.monotonic()
+    return wait_for(lambda: trait not in traits(placement, node), 4 * INTERVAL,
+                    f"{trait} removed from {node}") - added
+
+
+@pytest.mark.parametrize("backend", ["redis"], indirect=True)
+def test_one_member_lists_for_the_ring_and_drift_is_still_repaired_in_an_interval(
+        fleet_of, ironic, placement, cli):
+    nodes = bench_common.load_nodes(ironic, 90)
+    agents = fleet_of(3, reconcile={"interval": INTERVAL, "shared_listing_wait": 4})
+    wait_settled(agents, placement, nodes, 90)
+    lister, members = lister_and_members(agents)
+    own_before = [listings(a, "own") for a in members]
+
+    # Drift on a member's node, which only a reconcile pass can see: repaired within an
+    # interval (the lister's, jittered, and the member's pass on its slice).
+    owners = ring_nodes(cli, agents[0].conf)
+    node = next(n for n, owner in owners.items() if owner == members[0].conf.stem)
+    took = repaired_in(placement, node, "CUSTOM_STRAY_1")
+    print(f"drift repaired from a shared listing in {took:.2f} s (interval {INTERVAL} s)")
+    assert took <= INTERVAL * 1.1 + 3
+    # The members listed neither service meanwhile: their passes were on the slices.
+    assert [listings(a, "own") for a in members] == own_before
+    assert all(listings(a, "shared") >= 3 for a in members)
+
+    # The lister dies: the ring's new lister lists for the survivors, and drift on a node
+    # of the dead lister is repaired by its new owner.
+    lister.stop(signal.SIGKILL)
+    new_lister, survivors = lister_and_members(members)
+    wait_settled(members, placement, nodes, 90)
+    owners = ring_nodes(cli, members[0].conf)
+    node = next(n for n, owner in owners.items() if owner == survivors[0].conf.stem)
+    took = repaired_in(placement, node, "CUSTOM_STRAY_2")
+    print(f"after the lister's death, drift repaired in {took:.2f} s")
+    assert took <= INTERVAL * 1.1 + 3
+    assert all(placement.provider(n) for n in nodes)  # nothing deleted

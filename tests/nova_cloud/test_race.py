@@ -85,6 +85,11 @@ def double_booked(cloud, topology):
 # nova's driver refusing a build it was sent to (its reschedule line names the node).
 AGENT_WROTE = re.compile(r"^(\S+ \S+) \d+ INFO rp_reporter\.sync\.provider .*node "
                          r"([0-9a-f-]{36}): updated \(inventories", re.MULTILINE)
+# An agent's account of a slow notification-driven sync (over 0.5 s): where its time went.
+SLOW_SYNC = re.compile(r"^(\S+ \S+) \d+ INFO rp_reporter\.agent .*node ([0-9a-f-]{36}): fast "
+                       r"path took ([\d.]+) s .*arrived after ([\d.]+) s, queued ([\d.]+) s, "
+                       r"Ironic read ([\d.]+) s, Placement ([\d.]+) s in (\d+) attempt",
+                       re.MULTILINE)
 REFUSAL = re.compile(r"was re-scheduled: .*Chosen ironic node ([0-9a-f-]{36}) is not available")
 # Ironic's conductor saving a node as available (it logs the line right after the save),
 # to the millisecond.  The node's provision_updated_at is no clock for a 1 s target: on
@@ -136,6 +141,19 @@ def agent_wrote(topology, usable_at, offered):
                        default=None)
              for node, start in usable_at.items()}
     return {node: round(at - usable_at[node], 3) for node, at in found.items() if at}
+
+
+def slow_syncs(topology, usable_at, offered):
+    """The agents' accounts of their slow syncs of the freed nodes between usable and
+    offered: {node: {took, arrived, queued, ironic, placement, attempts}}."""
+    found = {}
+    for agent in topology.agents:
+        for at, node, *figures in SLOW_SYNC.findall(agent.output()):
+            start = usable_at.get(node)
+            if start is not None and start <= logged_at(at) <= (offered.get(node) or start) + 0.5:
+                found[node] = dict(zip(("took", "arrived", "queued", "ironic", "placement",
+                                        "attempts"), map(float, figures), strict=True))
+    return found
 
 
 def usable(node):
@@ -271,6 +289,8 @@ def freed_race(cloud, topology):
            "reuse_s_max": round(max(reuse), 3),
            # How much of reuse_s was the agents' (none in stock).
            "agent_wrote_s": sorted(agent_wrote(topology, usable_at, offered).values()),
+           # Where a slow agent write's time went, by the agent's own account.
+           "agent_slow_syncs": list(slow_syncs(topology, usable_at, offered).values()),
            "never_offered": sum(not at for at in offered.values()),
            "offered_while_unusable": len(offered_early)}
     delete_all(cloud, [s for s in fill if s not in freed_servers] + new_servers)

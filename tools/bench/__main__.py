@@ -106,7 +106,13 @@ def parser():
                            help="share of the nodes changed each interval in the drift window")
     fleet_cmd.add_argument("--settle-timeout", type=int, default=900)
     fleet_cmd.add_argument("--set", nargs="*", default=[], metavar="SECTION.OPTION=VALUE",
-                           help="agent configuration over the bench's (e.g. to compare)")
+                           help="agent configuration over the bench's, for every variant")
+    fleet_cmd.add_argument("--variants", nargs="+", metavar="NAME[:SECTION.OPTION=VALUE,...]",
+                           default=["each-lists:reconcile.share_listing=false",
+                                    "shared:reconcile.share_listing=true"],
+                           help="agent configurations compared in one run, each over every "
+                                "agent count (default: every agent listing for itself, as "
+                                "before the shared listing, against the shared listing)")
     ring_cmd = sub.add_parser("ring", parents=[shared])
     ring_cmd.add_argument("--partitions", type=int, default=1024)
     compare_cmd = sub.add_parser("compare", help="side by side with nova's report client",

@@ -1,6 +1,8 @@
 """fleet: what the fleet costs Ironic, Placement and the broker per reconcile interval
 as agents are added (1, 2, 4, 8 by default) over one fleet, in steady state and with a
-share of the nodes changed each interval.
+share of the nodes changed each interval; for each of ``--variants`` (agent
+configurations, by default every agent listing for itself against the shared listing,
+``[reconcile] share_listing``), so before and after are measured in one run.
 
 One stack (MariaDB, RabbitMQ, Redis, Placement, Ironic; noauth), NODES nodes loaded
 into Ironic and their providers made once by one reconcile (the bulk path).  Then, for
@@ -32,7 +34,7 @@ from tools import localstack
 from tools.bench import common
 
 SHARD = "bench"
-COLUMNS = ("agents", "phase", "ironic_cpu_s", "placement_cpu_s", "broker_cpu_s",
+COLUMNS = ("variant", "agents", "phase", "ironic_cpu_s", "placement_cpu_s", "broker_cpu_s",
            "broker_deliveries", "agents_cpu_s", "total_cpu_s", "changes", "seconds", "load")
 
 
@@ -134,6 +136,60 @@ def window(stack, agents, intervals, made=()):
             "changes": per["changes"], "seconds": per["at"], "load": common.load()}
 
 
+def sections_of(settings):
+    """["section.option=value", ...] -> {section: {option: value}}."""
+    sections = {}
+    for setting in settings:
+        key, value = setting.split("=", 1)
+        section, option = key.split(".", 1)
+        sections.setdefault(section, {})[option] = value
+    return sections
+
+
+def variants(args):
+    """[(name, agent sections)] of ``--variants``, each over ``--set``."""
+    found = []
+    for variant in args.variants:
+        name, _, settings = variant.partition(":")
+        sections = sections_of(args.set)
+        for section, values in sections_of(filter(None, settings.split(","))).items():
+            sections.setdefault(section, {}).update(values)
+        found.append((name, sections))
+    return found
+
+
+def measure(stack, ironic, nodes, workdir, args, name, sections, count):
+    """The steady and the drift window of ``count`` agents configured by ``sections``."""
+    rows = []
+    agents = Agents(stack, workdir, count, args.interval, sections)
+    try:
+        deadline = time.monotonic() + args.settle_timeout
+        while not agents.settled():
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{count} agents not settled in {args.settle_timeout} s")
+            time.sleep(2)
+        # Into the cadence: every agent one more pass after its first (a new agent's
+        # first pass reads what it has no observation of).
+        agents.wait_passes(1)
+        steady = window(stack, agents, args.intervals)
+        rows.append({"variant": name, "agents": count, "phase": "steady", **steady})
+        common.print_table(rows[-1:], COLUMNS)
+        stop, made = threading.Event(), []
+        per_interval = max(1, round(args.drift * args.nodes))
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            changing = pool.submit(changer, ironic, nodes, per_interval, args.interval, stop,
+                                   made)
+            drift = window(stack, agents, args.intervals, made)
+            stop.set()
+            changing.result()
+        rows.append({"variant": name, "agents": count, "phase": f"drift {args.drift:.0%}",
+                     **drift})
+        common.print_table(rows[-1:], COLUMNS)
+    finally:
+        agents.stop()
+    return rows
+
+
 def run(args):
     workdir = tempfile.mkdtemp(prefix="rp-bench-fleet-")
     stack = common.new_stack(workdir)
@@ -147,45 +203,19 @@ def run(args):
         wiring.reconciler(conf).run()
         print(f"{args.nodes} nodes, their providers made in {time.monotonic() - started:.0f} s "
               f"(load {common.load()})", flush=True)
-        overrides = dict(o.split("=", 1) for o in args.set)
-        sections = {}
-        for key, value in overrides.items():
-            section, option = key.split(".", 1)
-            sections.setdefault(section, {})[option] = value
-        for count in args.agents:
-            agents = Agents(stack, workdir, count, args.interval, sections)
-            try:
-                deadline = time.monotonic() + args.settle_timeout
-                while not agents.settled():
-                    if time.monotonic() > deadline:
-                        raise RuntimeError(f"{count} agents not settled in "
-                                           f"{args.settle_timeout} s")
-                    time.sleep(2)
-                # Into the cadence: every agent one more pass after its first (a new
-                # agent's first pass reads what it has no observation of).
-                agents.wait_passes(1)
-                steady = window(stack, agents, args.intervals)
-                rows.append({"agents": count, "phase": "steady", **steady})
-                common.print_table(rows[-1:], COLUMNS)
-                stop, made = threading.Event(), []
-                per_interval = max(1, round(args.drift * args.nodes))
-                with concurrent.futures.ThreadPoolExecutor(1) as pool:
-                    changing = pool.submit(changer, ironic, nodes, per_interval,
-                                           args.interval, stop, made)
-                    drift = window(stack, agents, args.intervals, made)
-                    stop.set()
-                    changing.result()
-                rows.append({"agents": count, "phase": f"drift {args.drift:.0%}", **drift})
-                common.print_table(rows[-1:], COLUMNS)
-            finally:
-                agents.stop()
-        base = {r["phase"]: r["total_cpu_s"] for r in rows if r["agents"] == args.agents[0]}
+        for name, sections in variants(args):
+            for count in args.agents:
+                rows += measure(stack, ironic, nodes, workdir, args, name, sections, count)
+        # Each row against the same variant's and phase's row with the fewest agents.
+        base = {(r["variant"], r["phase"]): r["total_cpu_s"] for r in rows
+                if r["agents"] == args.agents[0]}
         for row in rows:
-            row["total_vs_first"] = round(row["total_cpu_s"] / max(base[row["phase"]], 0.01), 2)
+            row["total_vs_first"] = round(
+                row["total_cpu_s"] / max(base[row["variant"], row["phase"]], 0.01), 2)
         print()
         common.print_table(rows, COLUMNS + ("total_vs_first",))
         result = {"nodes": args.nodes, "interval_s": args.interval, "intervals": args.intervals,
-                  "drift": args.drift, "set": overrides, "rows": rows,
+                  "drift": args.drift, "set": args.set, "variants": args.variants, "rows": rows,
                   "command": "python -m tools.bench " + " ".join(sys.argv[1:])}
         common.save(result, "fleet")
         return result

@@ -1,0 +1,143 @@
+"""The shared listing's pure part: who lists, slices cut by the ring, slices put
+together again, and when a member must refuse one and list by itself."""
+
+import json
+import random
+import uuid
+
+from rp_reporter import ring as rp_ring
+from rp_reporter.sync import shared_listing as sl
+
+random.seed(7)
+NODES = [str(uuid.UUID(int=random.getrandbits(128))) for _ in range(1200)]
+MEMBERS = ("agent-0", "agent-1", "agent-2")
+RING = rp_ring.Ring(MEMBERS)
+CONTEXT = sl.Context(MEMBERS, (None, "s1"), ("maintenance", "traits", "uuid"))
+
+
+def record(uuid_):
+    return {"uuid": uuid_, "maintenance": False, "traits": ["CUSTOM_X"]}
+
+
+def providers():
+    return {u: (u, i) for i, u in enumerate(NODES)}
+
+
+def cut(me, page_records=100):
+    """Everything the lister sends, as it would cross the bus (JSON)."""
+    splitter = sl.Splitter(RING, me, page_records)
+    sent = []
+    for u in NODES:
+        sent += [("page", m, seq, p) for m, seq, p in splitter.add(record(u))]
+    pages, ends = splitter.finish(providers(), None)
+    sent += [("page", m, seq, p) for m, seq, p in pages]
+    sent += [("end", m, None, end) for m, end in ends.items()]
+    return [json.loads(json.dumps(message)) for message in sent]
+
+
+def assemble(messages, member, listing_id=(1000.0, "agent-0", 1), context=CONTEXT, now=1010.0):
+    assembler = sl.Assembler(max_age=60, clock=lambda: now)
+    for kind, m, seq, body in messages:
+        if m != member:
+            continue
+        if kind == "page":
+            assembler.page(list(listing_id), context, seq, body)
+        else:
+            assembler.end(list(listing_id), context, body)
+    return assembler
+
+
+def test_every_member_agrees_on_one_lister_among_the_members():
+    assert sl.lister(RING) in MEMBERS
+    assert sl.lister(rp_ring.Ring(reversed(MEMBERS))) == sl.lister(RING)
+
+
+def test_each_member_gets_exactly_its_own_nodes_and_providers():
+    messages = cut("agent-0")
+    assert {m for _, m, _, _ in messages} == {"agent-1", "agent-2"}  # not the lister itself
+    for member in ("agent-1", "agent-2"):
+        listing = assemble(messages, member).take(CONTEXT)
+        owned = {u for u in NODES if RING.owner(u) == member}
+        assert {r["uuid"] for r in listing.records} == owned
+        assert len(listing.records) == len(owned)  # no record twice
+        assert set(listing.providers) == owned
+        assert all(listing.providers[u] == (u, NODES.index(u)) for u in owned)
+        assert listing.listing_gap is None
+
+
+def test_pages_arriving_in_any_order_make_the_same_slice():
+    messages = cut("agent-0", page_records=7)
+    in_order = assemble(messages, "agent-1").take(CONTEXT)
+    random.shuffle(messages)
+    shuffled = assemble(messages, "agent-1").take(CONTEXT)
+    assert sorted(r["uuid"] for r in shuffled.records) == sorted(
+        r["uuid"] for r in in_order.records)
+
+
+def test_a_slice_with_a_page_missing_is_never_used():
+    messages = cut("agent-0", page_records=7)
+    lost = next(i for i, (kind, m, _, _) in enumerate(messages)
+                if kind == "page" and m == "agent-1")
+    assembler = assemble(messages[:lost] + messages[lost + 1:], "agent-1")
+    assert not assembler.complete()
+    assert assembler.take(CONTEXT) is None
+
+
+def test_a_slice_without_its_end_is_never_used():
+    messages = [m for m in cut("agent-0") if m[0] == "page"]
+    assert assemble(messages, "agent-1").take(CONTEXT) is None
+
+
+def test_a_slice_is_handed_over_once():
+    assembler = assemble(cut("agent-0"), "agent-1")
+    assert assembler.take(CONTEXT) is not None
+    assert assembler.take(CONTEXT) is None
+
+
+def test_a_stale_slice_is_refused():
+    assembler = assemble(cut("agent-0"), "agent-1", now=1000.0 + 61)
+    assert assembler.take(CONTEXT) is None
+
+
+def test_a_slice_cut_on_another_ring_is_refused():
+    """The lister's ring and the member's differ while a membership change spreads: the
+    member's nodes may be in another member's slice, so it lists by itself."""
+    assembler = assemble(cut("agent-0"), "agent-1")
+    other_ring = sl.Context(MEMBERS + ("agent-3",), CONTEXT.scope, CONTEXT.fields)
+    assert assembler.take(other_ring) is None
+
+
+def test_a_slice_of_another_scope_or_lacking_fields_is_refused():
+    for wanted in (sl.Context(MEMBERS, (None, "s2"), CONTEXT.fields),
+                   sl.Context(MEMBERS, CONTEXT.scope, CONTEXT.fields + ("properties",))):
+        assert assemble(cut("agent-0"), "agent-1").take(wanted) is None
+    fewer = sl.Context(MEMBERS, CONTEXT.scope, ("uuid",))
+    assert assemble(cut("agent-0"), "agent-1").take(fewer) is not None
+
+
+def test_a_newer_listing_replaces_an_older_one_and_late_pages_of_the_older_are_dropped():
+    old, new = (1000.0, "agent-0", 1), (1005.0, "agent-0", 2)
+    messages = [m for m in cut("agent-0") if m[1] == "agent-1"]
+    assembler = sl.Assembler(max_age=60, clock=lambda: 1010.0)
+    for kind, _, seq, body in messages:  # the new listing, whole
+        if kind == "page":
+            assembler.page(list(new), CONTEXT, seq, body)
+        else:
+            assembler.end(list(new), CONTEXT, body)
+    assembler.page(list(old), CONTEXT, 0, [record(NODES[0])])  # late, from the old one
+    listing = assembler.take(CONTEXT)
+    assert listing is not None
+    assert sum(r["uuid"] == NODES[0] for r in listing.records) == (
+        RING.owner(NODES[0]) == "agent-1")
+
+
+def test_a_member_with_no_nodes_still_gets_an_end():
+    lonely = rp_ring.Ring(MEMBERS)
+    splitter = sl.Splitter(lonely, "agent-0")
+    pages, ends = splitter.finish({}, "a gap")
+    assert pages == []
+    assert ends == {m: {"pages": 0, "providers": {}, "listing_gap": "a gap"}
+                    for m in ("agent-1", "agent-2")}
+    assembler = sl.Assembler(max_age=60, clock=lambda: 1.0)
+    assembler.end([1.0, "agent-0", 1], CONTEXT, ends["agent-1"])
+    assert assembler.take(CONTEXT) == sl.Listing([], {}, "a gap")
