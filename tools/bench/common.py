@@ -179,7 +179,7 @@ def new_process(conf):
 def print_table(rows, columns):
     print("  ".join(f"{c:>24}" if i == 0 else f"{c:>15}" for i, c in enumerate(columns)))
     for row in rows:
-        print("  ".join(f"{row[c]!s:>24}" if i == 0 else f"{row[c]!s:>15}"
+        print("  ".join(f"{row.get(c, '')!s:>24}" if i == 0 else f"{row.get(c, '')!s:>15}"
                         for i, c in enumerate(columns)), flush=True)
 
 
