@@ -121,9 +121,10 @@ class Agent:
         except Exception:  # a bug: this pass is lost, the agent is not
             LOG.exception("reconcile pass failed")
             return False
-        if listing is None:  # both services answered this agent
-            for dep in self.deps.values():
-                dep.ok()
+        # Both services answered this pass's listings (this agent's, or the lister's a
+        # moment ago): an outage this agent saw is over; its own calls say if not.
+        for dep in self.deps.values():
+            dep.ok()
         self.metrics.listings.labels("shared" if listing is not None else
                                      "sent" if tee is not None else "own").inc()
         self.apply_verdict(drift.verdict)

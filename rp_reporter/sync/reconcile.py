@@ -179,8 +179,13 @@ class Reconciler:
         try:
             if listing is None:
                 providers = pool.submit(self.syncer.placement.list_providers)
+            # Only this reporter's own: the cache keeps what it observed of nodes it no
+            # longer owns (a takeover then costs no reads), and re-reading those would
+            # cost Placement a share of every provider once per agent, growing with
+            # the agents as the fleet is shared out.
             for uuid in self.syncer.due():
-                pool.submit(self.syncer.reverify, uuid)
+                if self.owns(uuid):
+                    pool.submit(self.syncer.reverify, uuid)
             records = (self.ironic.iter_nodes(self.nodes.extra_fields) if listing is None
                        else listing.records)
             desired, self.trait_failures = self.nodes.desired_from_records(

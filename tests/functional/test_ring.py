@@ -188,15 +188,25 @@ def test_one_member_lists_for_the_ring_and_drift_is_still_repaired_in_an_interva
     took = repaired_in(placement, node, "CUSTOM_STRAY_1")
     print(f"drift repaired from a shared listing in {took:.2f} s (interval {INTERVAL} s)")
     assert took <= INTERVAL * 1.1 + 3
+    # A node deleted from Ironic: its owner, a member, deletes its provider on the proof
+    # of its slices (absent from two listings an interval apart), not before.
+    gone = next(n for n, owner in owners.items() if owner == members[1].conf.stem)
+    ironic.delete(gone)
+    deleted_at = time.monotonic()
+    wait_for(lambda: placement.provider(gone) is None, 5 * INTERVAL,
+             "the deleted node's provider deleted")
+    assert time.monotonic() - deleted_at >= INTERVAL * 0.9  # never on one listing
+    assert "provider deleted" in members[1].output()
     # The members listed neither service meanwhile: their passes were on the slices.
     assert [listings(a, "own") for a in members] == own_before
     assert all(listings(a, "shared") >= 3 for a in members)
+    nodes.remove(gone)
 
     # The lister dies: the ring's new lister lists for the survivors, and drift on a node
     # of the dead lister is repaired by its new owner.
     lister.stop(signal.SIGKILL)
     new_lister, survivors = lister_and_members(members)
-    wait_settled(members, placement, nodes, 90)
+    wait_settled(members, placement, nodes, len(nodes))
     owners = ring_nodes(cli, members[0].conf)
     node = next(n for n, owner in owners.items() if owner == survivors[0].conf.stem)
     took = repaired_in(placement, node, "CUSTOM_STRAY_2")

@@ -68,6 +68,14 @@ def service_cpu(stack, name):
                if fields and int(fields[3]) == group)  # its session's process group
 
 
+def machine_cpu():
+    """CPU seconds the whole machine has been busy (every core), from /proc/stat."""
+    with open("/proc/stat") as f:
+        fields = f.readline().split()[1:]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
 def loader_threads():
     """Ironic on MariaDB takes concurrent writes; on sqlite more threads only queue."""
     return 8 if DATABASE == "mariadb" else 4
