@@ -320,7 +320,8 @@ class Agent:
             self.wake.clear()
             self.wake.wait(min(left, self.conf.coordination.heartbeat))
         if listing is None:
-            LOG.info("no whole shared listing from the lister on this ring: listing by myself")
+            LOG.info("no whole shared listing from the lister on this ring (%s): listing by "
+                     "myself", self.sharing.refused)
         return listing
 
     def log_preflight(self):

@@ -149,6 +149,11 @@ class Sharing:
         with self._lock:
             return self._assembler.take(self.context(self.ownership.ring))
 
+    @property
+    def refused(self):
+        """Why the last take() gave no slice."""
+        return self._assembler.refused
+
     # -- lister -----------------------------------------------------------------
     def tee(self):
         """A Tee for this pass's listing, or None when this agent does not list for

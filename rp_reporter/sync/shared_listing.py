@@ -10,8 +10,8 @@ each other member its *slice*: the Ironic records and the providers the ring
 gives that member.  The member runs its usual pass on the slice: the same
 desired state, drift and absence rules as on a listing of its own.
 
-A slice is used only when it is whole (every page arrived), fresh (made within
-one interval), and made on the ring the member sees now, with the member's own
+A slice is used only when it is whole (every page arrived), fresh (finished
+within one interval), and made on the ring the member sees now, with the member's own
 scope and fields; otherwise the member lists by itself, which is what every
 member did before, so the worst case is the old cost, never a missed pass.
 
@@ -116,7 +116,12 @@ class Assembler:
 
     Only the newest listing is kept: a page or end of an older one is dropped.
     ``take(wanted)`` hands a whole, fresh slice made in a context that serves
-    ``wanted`` over once, else None.
+    ``wanted`` over once, else None, and ``refused`` then says why.
+
+    Fresh is counted from the listing's end, not its start: a listing that took long
+    on a busy Ironic is as recent as the lister's own pass on it, and refusing it made
+    every member list by itself, which made the next listing slower still.  What the
+    age guards against is a slice that waited in a queue (a member started again).
     """
 
     def __init__(self, max_age, clock=time.time):
@@ -126,6 +131,7 @@ class Assembler:
         self._context = None
         self._pages = {}
         self._end = None
+        self.refused = None
 
     def _current(self, listing_id, context):
         """Whether a message of ``listing_id`` belongs to the listing kept (a newer
@@ -148,13 +154,18 @@ class Assembler:
     def take(self, wanted):
         """The slice, once, if whole, fresh and made in a context serving ``wanted``."""
         if not self.complete():
+            self.refused = ("none arrived" if self._id is None else
+                            f"{len(self._pages)} of its pages and {'an' if self._end else 'no'} "
+                            f"end arrived")
             return None
-        listed_at = self._id[0]
-        usable = (self._context.serves(wanted)
-                  and 0 <= self.clock() - listed_at <= self.max_age)
+        age = self.clock() - (self._id[0] + float(self._end.get("seconds") or 0.0))
+        self.refused = ("cut on another ring, scope or fields"
+                        if not self._context.serves(wanted) else
+                        f"finished {age:.0f} s ago, over {self.max_age:.0f} s"
+                        if not -self.max_age <= age <= self.max_age else None)
         records = [r for seq in sorted(self._pages) for r in self._pages[seq]]
         providers = {u: (name, generation)
                      for u, (name, generation) in self._end["providers"].items()}
         listing = Listing(records, providers, self._end["listing_gap"])
         self._pages, self._end = {}, None  # used (or refused) once
-        return listing if usable else None
+        return listing if self.refused is None else None

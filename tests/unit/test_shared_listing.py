@@ -141,3 +141,19 @@ def test_a_member_with_no_nodes_still_gets_an_end():
     assembler = sl.Assembler(max_age=60, clock=lambda: 1.0)
     assembler.end([1.0, "agent-0", 1], CONTEXT, ends["agent-1"])
     assert assembler.take(CONTEXT) == sl.Listing([], {}, "a gap")
+
+
+def test_freshness_counts_from_the_listings_end_and_the_refusal_says_why():
+    """A listing that took long on a busy Ironic is as recent as the lister's own pass;
+    refusing it made every member list by itself, slowing the next listing further."""
+    messages = [(kind, m, seq, {**body, "seconds": 50.0} if kind == "end" else body)
+                for kind, m, seq, body in cut("agent-0")]
+    assert assemble(messages, "agent-1", now=1000.0 + 70).take(CONTEXT) is not None
+    late = assemble(messages, "agent-1", now=1000.0 + 50 + 61)
+    assert late.take(CONTEXT) is None
+    assert late.refused == "finished 61 s ago, over 60 s"
+    other = assemble(messages, "agent-1", now=1000.0 + 60)
+    assert other.take(sl.Context(("agent-9",), CONTEXT.scope, CONTEXT.fields)) is None
+    assert other.refused == "cut on another ring, scope or fields"
+    partial = assemble([m for m in messages if m[0] == "page"], "agent-1")
+    assert partial.take(CONTEXT) is None and partial.refused.endswith("no end arrived")
