@@ -72,8 +72,8 @@ class Agent:
         self.listener = None
         self.sharing = None  # listing_bus.Sharing once its bus is up
         self._slice_expected = True  # the lister lists at a start and a ring change
-        self._event_sent_at = {}  # uuid -> earliest notification not yet synced
-        self._event_received_at = {}  # uuid -> when that notification arrived here
+        # uuid -> (sent, arrived here) of the earliest notification not yet synced
+        self._events = {}
         self._event_lock = threading.Lock()
 
     def use_rules(self, rules):
@@ -92,9 +92,8 @@ class Agent:
         self.metrics.notifications.labels("accepted").inc()
         sent_at = sent_at or time.time()
         with self._event_lock:
-            if uuid not in self._event_sent_at:
-                self._event_received_at[uuid] = time.time()
-            self._event_sent_at[uuid] = min(sent_at, self._event_sent_at.get(uuid, sent_at))
+            earliest, arrived = self._events.get(uuid, (sent_at, time.time()))
+            self._events[uuid] = (min(sent_at, earliest), arrived)
         self.queue.add(uuid, urgent=True)  # ahead of a resync's keys
 
     def on_bad_notification(self, reason):
@@ -210,10 +209,9 @@ class Agent:
         """A notification-driven sync that took longer than SLOW_FAST_PATH: one line
         saying where the time went (the bus, this agent's queue, Ironic, Placement)."""
         with self._event_lock:
-            sent_at = self._event_sent_at.get(uuid)
-            received_at = self._event_received_at.get(uuid)
+            sent_at, received_at = self._events.get(uuid, (None, None))
         now = time.time()
-        if sent_at is None or received_at is None or now - sent_at < SLOW_FAST_PATH:
+        if sent_at is None or now - sent_at < SLOW_FAST_PATH:
             return
         LOG.info("node %s: fast path took %.2f s from Ironic's notification to Placement's "
                  "answer: arrived after %.2f s, queued %.2f s, Ironic read %.2f s, Placement "
@@ -237,8 +235,7 @@ class Agent:
     def _synced(self, key, ok):
         if ok:  # only notification-driven syncs count as event-to-write
             with self._event_lock:
-                sent_at = self._event_sent_at.pop(key, None)
-                self._event_received_at.pop(key, None)
+                sent_at, _ = self._events.pop(key, (None, None))
             if sent_at is not None:
                 self.metrics.event_to_write.observe(max(0.0, time.time() - sent_at))
         self.metrics.queue_depth.set(self.queue.depth())

@@ -129,17 +129,16 @@ class Sharing:
 
     # -- member -----------------------------------------------------------------
     def received_page(self, listing_id, context, seq, records):
-        with self._lock:
-            self._assembler.page(listing_id, shared_listing.Context.from_dict(context), seq,
-                                 records)
-            complete = self._assembler.complete()
-        if complete:
-            self._arrived()
+        self._received(self._assembler.page, listing_id, context, seq, records)
 
     def received_end(self, listing_id, context, end):
+        self.listing_seconds = float(end.get("seconds") or 0.0)
+        self._received(self._assembler.end, listing_id, context, end)
+
+    def _received(self, put, listing_id, context, *message):
+        """One message into the assembler; the agent woken once the slice is whole."""
         with self._lock:
-            self._assembler.end(listing_id, shared_listing.Context.from_dict(context), end)
-            self.listing_seconds = float(end.get("seconds") or 0.0)
+            put(listing_id, shared_listing.Context.from_dict(context), *message)
             complete = self._assembler.complete()
         if complete:
             self._arrived()

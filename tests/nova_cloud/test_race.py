@@ -129,17 +129,24 @@ def logged_at(stamp):
     return datetime.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S.%f").timestamp()
 
 
+def between_usable_and_offered(node, at, usable_at, offered):
+    """An agent's log line at ``at`` is about the node's freeing: logged after the node
+    became usable and by the offer (the line follows Placement's answer, the offer
+    watcher's next answer may come first: half a second of slack)."""
+    start = usable_at.get(node)
+    return start is not None and start <= at <= (offered.get(node) or start) + 0.5
+
+
 def agent_wrote(topology, usable_at, offered):
     """{node: seconds from usable to an agent's write of it}, for each node an agent's
-    write offered: its first logged between the node becoming usable and the offer (the
-    log line follows Placement's answer, the offer watcher's next answer may come
-    first).  A node missing was offered by another's write (nova's, in A)."""
+    write offered: its first logged between the node becoming usable and the offer.  A
+    node missing was offered by another's write (nova's, in A)."""
     writes = [(logged_at(at), node) for agent in topology.agents
               for at, node in AGENT_WROTE.findall(agent.output())]
-    found = {node: min((at for at, n in writes
-                        if n == node and start <= at <= (offered.get(node) or start) + 0.5),
+    found = {node: min((at for at, n in writes if n == node
+                        and between_usable_and_offered(node, at, usable_at, offered)),
                        default=None)
-             for node, start in usable_at.items()}
+             for node in usable_at}
     return {node: round(at - usable_at[node], 3) for node, at in found.items() if at}
 
 
@@ -149,8 +156,7 @@ def slow_syncs(topology, usable_at, offered):
     found = {}
     for agent in topology.agents:
         for at, node, *figures in SLOW_SYNC.findall(agent.output()):
-            start = usable_at.get(node)
-            if start is not None and start <= logged_at(at) <= (offered.get(node) or start) + 0.5:
+            if between_usable_and_offered(node, logged_at(at), usable_at, offered):
                 found[node] = dict(zip(("took", "arrived", "queued", "ironic", "placement",
                                         "attempts"), map(float, figures), strict=True))
     return found
