@@ -66,6 +66,7 @@ class Agent:
         self.deps = {"ironic": Outage("Ironic"), "placement": Outage("Placement")}
         self.stopping = threading.Event()
         self.wake = threading.Event()  # resync now (start, membership change, stop)
+        self.leaving = threading.Event()  # renewals end: the last step of stopping
         self.threads = rp_health.Supervisor(self.stopping)
         self.health = rp_health.Health(self.metrics, self.ownership, self.deps,
                                        self.nodes.trait_writes, self.threads)
@@ -342,8 +343,10 @@ class Agent:
                 LOG.error("cannot serve [agent] metrics_bind = %s: %s",
                           self.conf.agent.metrics_bind, e)
                 return 2
+        # Renewed until the agent leaves, not until it stops: its queue still writes
+        # while it stops, and a lease that lapsed meanwhile would keep it from leaving.
         self.threads.start("membership", lambda: self.ownership.renew(
-            self.stopping, self.on_members_changed))
+            self.leaving, self.on_members_changed))
         # The first pass wants the whole ring; a backend that does not answer within a
         # lease is joined later (the agent writes nothing until then).
         self.ownership.joined.wait(self.conf.coordination.lease)
@@ -372,13 +375,31 @@ class Agent:
             if done and self.sharing is not None and not self.sharing.lists():
                 wait += self.sharing.wait()
             self.wait_supervising(wait)
-        if self.sharing:
-            self.sharing.stop()
-        if self.listener:
-            self.listener.stop()
-        self.queue.stop(timeout=6)
-        if self.listener:
-            self.listener.wait()
-        self.ownership.membership.stop()
+        self.shut_down()
         LOG.info("agent %s stopped", self.conf.host)
         return 0
+
+    def shut_down(self):
+        """Receivers and queue, then membership last, each step timed in the log.
+
+        Both oslo.messaging servers are told to stop before either is waited for:
+        each ends only when its poll returns (up to 5 s in the rabbit driver), and
+        one after the other took long enough for the lease to lapse, so the agent
+        left without leaving its group and its peers waited a lease for its nodes."""
+        started = time.monotonic()
+        receivers = [r for r in (self.listener, self.sharing) if r is not None]
+        for receiver in receivers:
+            receiver.stop()
+        self.queue.stop(timeout=6)
+        LOG.debug("queue stopped after %.1f s", time.monotonic() - started)
+        if self.listener:
+            self.listener.wait()
+        if self.sharing:
+            self.sharing.stopped()
+        LOG.debug("receivers stopped after %.1f s", time.monotonic() - started)
+        self.leaving.set()
+        # A renewal blocked on an unreachable backend is not waited for: the group's
+        # stop sees the lapsed lease and does not call the backend again.
+        self.threads.join("membership", timeout=2 * self.conf.coordination.heartbeat)
+        self.ownership.membership.stop()
+        LOG.info("shut down in %.1f s", time.monotonic() - started)

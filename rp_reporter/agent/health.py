@@ -87,6 +87,13 @@ class Supervisor:
         thread = self._threads[name] = threading.Thread(target=run, name=name, daemon=True)
         thread.start()
 
+    def join(self, name, timeout):
+        """Wait up to ``timeout`` s for thread ``name`` to end (it was told to)."""
+        with self._lock:
+            thread = self._threads.get(name)
+        if thread is not None:
+            thread.join(timeout)
+
     def check(self, extra=()):
         """Start every dead thread again; ``extra``: [(name, why)] that others (the
         work queue) already started again.  Returns what died since the last check."""

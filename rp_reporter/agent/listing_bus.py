@@ -80,8 +80,12 @@ class RpcBus:
         self._client.prepare(server=member).cast({}, method, **kwargs)
 
     def stop(self):
+        """Stop receiving; returns at once (``wait`` waits until it has)."""
         if self._server is not None:
             self._server.stop()
+
+    def wait(self):
+        if self._server is not None:
             self._server.wait()
 
 
@@ -110,7 +114,11 @@ class Sharing:
         return self
 
     def stop(self):
+        """Stop receiving slices; returns at once (``stopped`` waits until it has)."""
         self._bus.stop()
+
+    def stopped(self):
+        self._bus.wait()
 
     def context(self, ring):
         fields = ironic_sync.NODE_FIELDS + tuple(self._extra_fields())

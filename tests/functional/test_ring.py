@@ -129,6 +129,21 @@ def test_losing_the_backend_fences_writes_until_it_returns(fleet_of, ironic, pla
 
 
 @pytest.mark.parametrize("backend", ["redis"], indirect=True)
+def test_a_stopped_agent_leaves_its_group_so_its_peer_takes_over_at_once(fleet_of, ironic,
+                                                                         placement):
+    nodes = bench_common.load_nodes(ironic, 20)
+    leaving, staying = agents = fleet_of(2)  # sharing the listing: two receivers each
+    wait_settled(agents, placement, nodes, 20)
+    assert leaving.stop() == 0
+    stopped = time.monotonic()
+    # Left, not dropped when its lease ran out (LEASE s after its last renewal).
+    wait_for(lambda: staying.metric("rp_reporter_nodes_owned") == 20, LEASE, "takeover")
+    assert time.monotonic() - stopped < LEASE / 2
+    assert "not leaving group" not in leaving.output()
+    assert "shut down in" in leaving.output()
+
+
+@pytest.mark.parametrize("backend", ["redis"], indirect=True)
 def test_sigterm_while_the_backend_is_down_exits_quickly(fleet_of, stack):
     agent, = fleet_of(1)
     stack.stop(["redis"])

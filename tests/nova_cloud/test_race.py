@@ -66,6 +66,13 @@ def outcome(cloud, servers):
                                  for s, b in built.items() if b["status"] == "ACTIVE"}
 
 
+def faults(cloud, servers):
+    """{server: nova's fault message} of the servers that ended in ERROR (diagnostics)."""
+    found = {s: cloud.nova.server(s) for s in servers}
+    return {s: (b.get("fault") or {}).get("message", "no fault recorded")
+            for s, b in found.items() if b["status"] == "ERROR"}
+
+
 def delete_all(cloud, servers):
     for server in servers:
         cloud.nova.delete(server)
@@ -215,7 +222,8 @@ def freed_race(cloud, topology):
     failed_fill, _, landed = outcome(cloud, fill)
     # Every node usable and offered: a refused build here is a double booking.
     double_in_fill = len(refused(topology, mark))
-    assert failed_fill <= double_in_fill, f"{topology.name}: fill failed {failed_fill}"
+    assert failed_fill <= double_in_fill, (
+        f"{topology.name}: fill failed {failed_fill}: {faults(cloud, fill)}")
     # Servers that lived through one of nova's periodics, as servers do: their nodes
     # are reserved in Placement, whoever reports them (stock nova: at its periodic).
     wait_for(lambda: all(reserved(cloud, topology, node) for node in landed.values()),
