@@ -10,6 +10,7 @@
     tox -e bench -- reconcile --nodes 1000      # ours alone, plus a cold new process
     tox -e bench -- sweep --nodes 1000 --workers 4 8 16 32 --bulk-batch 100 250
     tox -e bench -- fleet --nodes 10000 --agents 1 2 4 8  # cost per interval as agents are added
+    tox -e bench -- scale --nodes 100000 --agents 1 4     # 10^5 in the real services (MariaDB)
 
 Every contender runs against the same kind of Placement: by default Placement
 (and Ironic) on MariaDB, one private mariadbd per stack with a database per
@@ -37,6 +38,11 @@ ring: balance (max/mean load) and the fraction of nodes that move for 3->4,
 
 rss: peak RSS of one agent's state for 100,000 nodes, and the no-change pass
 at that size against the stub's listings (the curve's labelled last point).
+
+scale: 10^5 nodes and providers in the real Ironic and Placement (copies of
+rows made through the APIs, written into their databases), one agent and then
+four with state files: their new-process and warm passes against the two bare
+listings, the fast path under four agents, and each agent's peak RSS.
 
 sweep: the initial sync of the same nodes at each [reconcile] workers x
 bulk_batch, each on a fresh Placement.
@@ -66,11 +72,12 @@ from tools.bench import report
 from tools.bench import reshaper
 from tools.bench import ring
 from tools.bench import rss
+from tools.bench import scale
 from tools.bench import sweep
 
 # The benchmarks that run on their own and print their own table (no summary).
 ALONE = {"reconcile": reconcile, "latency": latency, "ring": ring, "sweep": sweep,
-         "reshaper": reshaper, "fleet": fleet}
+         "reshaper": reshaper, "fleet": fleet, "scale": scale}
 
 
 def parser():
@@ -113,6 +120,17 @@ def parser():
                            help="agent configurations compared in one run, each over every "
                                 "agent count (default: every agent listing for itself, as "
                                 "before the shared listing, against the shared listing)")
+    scale_cmd = sub.add_parser("scale", help="10^5 nodes in the real Ironic and Placement: "
+                               "one and four agents' passes, the fast path, peak RSS",
+                               parents=[shared])
+    scale_cmd.add_argument("--nodes", type=int, default=100_000)
+    scale_cmd.add_argument("--available", type=int, default=100)
+    scale_cmd.add_argument("--agents", type=int, nargs="+", default=[1, 4])
+    scale_cmd.add_argument("--interval", type=int, default=90,
+                           help="[reconcile] interval of every agent (s)")
+    scale_cmd.add_argument("--passes", type=int, default=3,
+                           help="passes per agent: the first (a new process), then warm")
+    scale_cmd.add_argument("--toggles", type=int, default=200)
     ring_cmd = sub.add_parser("ring", parents=[shared])
     ring_cmd.add_argument("--partitions", type=int, default=1024)
     compare_cmd = sub.add_parser("compare", help="side by side with nova's report client",

@@ -105,42 +105,83 @@ def load_many(stack, ironic, count):
     Ironic's API creates nodes slowly (one API process, whatever the client's
     concurrency): the larger sizes would spend minutes on loading alone, at each
     size.  On MariaDB the first TEMPLATES nodes go through the API and
-    the rest are copies of their rows (every column but id and uuid, their traits
-    too) written straight into Ironic's database: the same records the API would
-    list, without the create notifications nobody here listens to yet.  On sqlite
-    every node goes through the API."""
+    the rest are copies of their rows (copy_nodes).  On sqlite every node goes
+    through the API."""
     if stack.database != "mariadb" or count <= TEMPLATES:
         return load_nodes(ironic, count)
     templates = load_nodes(ironic, TEMPLATES)
+    return templates + [node for node, _ in copy_nodes(stack, templates, count - TEMPLATES)]
 
+
+def _sql(stack, database):
     def sql(text):
-        return mariadb.client(stack, text, "ironic")
+        return mariadb.client(stack, text, database)
 
     def columns(table, *skip):
         names = [line.split("\t")[0] for line in sql(f"SHOW COLUMNS FROM {table}").splitlines()]
-        return [c for c in names if c not in skip]
+        return ", ".join(f"`{c}`" for c in names if c not in skip)
+    return sql, columns
 
-    node_cols = ", ".join(f"`{c}`" for c in columns("nodes", "id", "uuid"))
-    trait_cols = ", ".join(f"`{c}`" for c in columns("node_traits", "node_id"))
-    # Every value below is a uuid or an integer made here (no outside input).
-    listed = ", ".join(f"'{u}'" for u in templates)
-    ids = dict(line.split("\t")[::-1] for line in sql(
-        f"SELECT id, uuid FROM nodes WHERE uuid IN ({listed})").splitlines())  # noqa: S608
-    new = [str(uuid.uuid4()) for _ in range(count - TEMPLATES)]
+
+def _ids(sql, table, uuids):
+    # Every value here is a uuid made by a service or by this module (no outside input).
+    listed = ", ".join(f"'{u}'" for u in uuids)
+    return dict(line.split("\t")[::-1] for line in sql(
+        f"SELECT id, uuid FROM {table} WHERE uuid IN ({listed})").splitlines())  # noqa: S608
+
+
+def _run_in_batches(sql, per_row, rows):
     statements = ["SET autocommit=0;"]
-    for i, node in enumerate(new, TEMPLATES):
-        template = ids[templates[i % TEMPLATES]]
-        copy_node = (f"INSERT INTO nodes ({node_cols}, `uuid`) SELECT {node_cols}, '{node}' "  # noqa: S608
-                     f"FROM nodes WHERE id = {template};")
-        copy_traits = (f"INSERT INTO node_traits (`node_id`, {trait_cols}) SELECT "  # noqa: S608
-                       f"LAST_INSERT_ID(), {trait_cols} FROM node_traits "
-                       f"WHERE node_id = {template};")
-        statements += [copy_node, copy_traits]
+    for i, row in enumerate(rows, 1):
+        statements += per_row(*row)
         if i % 1000 == 0:
             statements.append("COMMIT;")
     statements.append("COMMIT;")
     sql("\n".join(statements))
-    return templates + new
+
+
+def copy_nodes(stack, templates, count):
+    """``count`` new nodes in Ironic's database, copies of ``templates`` in turn (every
+    column but id and uuid, their traits too): the records the API would list, without
+    the create notifications nobody listens to yet.  Returns [(node, its template)]."""
+    sql, columns = _sql(stack, "ironic")
+    node_cols, trait_cols = columns("nodes", "id", "uuid"), columns("node_traits", "node_id")
+    ids = _ids(sql, "nodes", templates)
+    pairs = [(str(uuid.uuid4()), templates[i % len(templates)]) for i in range(count)]
+
+    def copy(node, template):
+        return [f"INSERT INTO nodes ({node_cols}, `uuid`) SELECT {node_cols}, '{node}' "  # noqa: S608
+                f"FROM nodes WHERE id = {ids[template]};",
+                f"INSERT INTO node_traits (`node_id`, {trait_cols}) SELECT "  # noqa: S608
+                f"LAST_INSERT_ID(), {trait_cols} FROM node_traits WHERE node_id = {ids[template]};"]
+    _run_in_batches(sql, copy, pairs)
+    return pairs
+
+
+def copy_providers(stack, pairs):
+    """For each (node, template) in ``pairs``, a provider in Placement's database that is
+    a copy of the template node's provider (generation, inventories, traits), named and
+    keyed by the node's uuid as rp_reporter creates them: the providers the agents would
+    have made, without the hours their creation through the API takes at 10^5."""
+    sql, columns = _sql(stack, "placement")
+    rp_cols = columns("resource_providers", "id", "uuid", "name", "root_provider_id",
+                      "parent_provider_id")
+    inv_cols = columns("inventories", "id", "resource_provider_id")
+    trait_cols = columns("resource_provider_traits", "resource_provider_id")
+    ids = _ids(sql, "resource_providers", {template for _, template in pairs})
+
+    def copy(node, template):
+        return [f"INSERT INTO resource_providers ({rp_cols}, `uuid`, `name`) SELECT "  # noqa: S608
+                f"{rp_cols}, '{node}', '{node}' FROM resource_providers "
+                f"WHERE id = {ids[template]};",
+                "SET @rp = LAST_INSERT_ID();",
+                "UPDATE resource_providers SET root_provider_id = @rp WHERE id = @rp;",
+                f"INSERT INTO inventories (`resource_provider_id`, {inv_cols}) SELECT @rp, "  # noqa: S608
+                f"{inv_cols} FROM inventories WHERE resource_provider_id = {ids[template]};",
+                f"INSERT INTO resource_provider_traits (`resource_provider_id`, {trait_cols}) "  # noqa: S608
+                f"SELECT @rp, {trait_cols} FROM resource_provider_traits "
+                f"WHERE resource_provider_id = {ids[template]};"]
+    _run_in_batches(sql, copy, pairs)
 
 
 def figures(label, summary, nodes):

@@ -24,6 +24,35 @@ POLL_S = 0.02
 SETTLE_S = 30
 
 
+def toggle(ironic, placement, live, toggles):
+    """Seconds from each maintenance change's API call returning to Placement showing
+    it, ``toggles`` changes one at a time on random ``live`` (available) nodes."""
+    state = {n: False for n in live}
+    latencies = []
+    for _ in range(toggles):
+        node = random.choice(live)
+        state[node] = not state[node]
+        want = int(state[node])
+        ironic.set_maintenance(node, state[node])
+        returned = time.monotonic()
+        while time.monotonic() - returned < 10:
+            inv = placement.provider_inventories(node)
+            if inv and inv["CUSTOM_BAREMETAL_GOLD"]["reserved"] == want:
+                break
+            time.sleep(POLL_S)
+        latencies.append(time.monotonic() - returned)
+    return latencies
+
+
+def summary(latencies):
+    """p50, p90, p99, max and mean in ms."""
+    return {"p50_ms": round(1000 * common.percentile(latencies, 50), 1),
+            "p90_ms": round(1000 * common.percentile(latencies, 90), 1),
+            "p99_ms": round(1000 * common.percentile(latencies, 99), 1),
+            "max_ms": round(1000 * max(latencies), 1),
+            "mean_ms": round(1000 * statistics.mean(latencies), 1)}
+
+
 def run(args):
     workdir = tempfile.mkdtemp(prefix="rp-bench-")
     stack = common.new_stack(workdir)
@@ -74,20 +103,7 @@ def run(args):
         time.sleep(SETTLE_S)
         print(f"{args.nodes} nodes synced by {args.agents} agents in {synced_in:.0f} s; "
               f"toggling maintenance {args.toggles} times (load {common.load()})", flush=True)
-        state = {n: False for n in live}
-        latencies = []
-        for _ in range(args.toggles):
-            node = random.choice(live)
-            state[node] = not state[node]
-            want = int(state[node])
-            ironic.set_maintenance(node, state[node])
-            returned = time.monotonic()
-            while time.monotonic() - returned < 10:
-                inv = placement.provider_inventories(node)
-                if inv and inv["CUSTOM_BAREMETAL_GOLD"]["reserved"] == want:
-                    break
-                time.sleep(POLL_S)
-            latencies.append(time.monotonic() - returned)
+        latencies = toggle(ironic, placement, live, args.toggles)
         # A burst: 1,000 changes (traits on the enrolled nodes) as fast as this
         # Ironic takes them, then how long until Placement shows every last one.
         enrolled = [n for n in all_nodes if n not in set(live)][:1000]
@@ -106,11 +122,7 @@ def run(args):
         result = {
             "nodes": args.nodes, "agents": args.agents, "toggles": len(latencies),
             "load": common.load(), "agents_started_to_synced_s": round(synced_in, 1),
-            "p50_ms": round(1000 * common.percentile(latencies, 50), 1),
-            "p90_ms": round(1000 * common.percentile(latencies, 90), 1),
-            "p99_ms": round(1000 * common.percentile(latencies, 99), 1),
-            "max_ms": round(1000 * max(latencies), 1),
-            "mean_ms": round(1000 * statistics.mean(latencies), 1),
+            **summary(latencies),
             "burst_changes": len(enrolled),
             "burst_issue_seconds": round(issued, 2),
             "burst_settled_after_last_change_s": round(settled, 2),

@@ -1,0 +1,160 @@
+"""scale: 10^5 nodes in the real Ironic and the real Placement (MariaDB).
+
+    tox -e bench -- scale --nodes 100000
+
+Loading.  ``--available`` nodes are made available through Ironic's API (the fast
+path toggles their maintenance) and TEMPLATES enrolled nodes through the API too; one
+reconcile pass gives them their providers and saves its observations.  The other
+nodes are copies of the templates' rows in Ironic's database (``copy_nodes``), their
+providers copies of the templates' providers in Placement's (``copy_providers``:
+generation, inventories and traits, named by the node's uuid as rp_reporter names
+them), and the saved observations are extended by the same copies: what a pass that
+read those providers would have saved.  Through the APIs the providers alone would take
+about 21 minutes here (the initial sync's 78 nodes/s) and a first read of each another
+16 (a new process without a state file at 10,000 nodes: 97 s).
+
+Measured, with the configuration the README recommends (``[DEFAULT] state_path`` set,
+the shared listing on, the agents on a Redis ring):
+
+* the two bare listings, Ironic's then Placement's (median of three): the yardstick;
+* one agent, then four, each a new process with its state file: each agent's first
+  pass (a new process) and its warm passes after it, in seconds from the agent's own
+  metrics, with the reads and writes the passes made;
+* the fast path under the four agents: maintenance changes one at a time, from the
+  API call returning to Placement showing it;
+* each agent's peak RSS (VmHWM) in MiB and in MB.
+"""
+
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+
+from rp_reporter import wiring
+from tools import fleet
+from tools.bench import common
+from tools.bench import fleet as fleet_bench
+from tools.bench import latency
+
+SHARD = fleet_bench.SHARD
+MIB, MB = 1024 * 1024, 1000 * 1000
+
+
+def load(stack, ironic, args, workdir):
+    """(available nodes, the state document every agent starts from)."""
+    started = time.monotonic()
+    live = ironic.create_many(args.available)
+    templates = common.load_nodes(ironic, common.TEMPLATES)
+    conf, _ = common.confs(stack, workdir, SHARD, bulk_batch=100)
+    wiring.reconciler(conf).run()  # the providers of the nodes made through the API
+    pairs = common.copy_nodes(stack, templates, args.nodes - len(live) - len(templates))
+    common.copy_providers(stack, pairs)
+    state_path = os.path.join(conf.state_path, f"rp_reporter-{conf.host}.json")
+    with open(state_path) as f:
+        document = json.load(f)
+    entries = document["values"]["observations"]["entries"]
+    entries.update({node: entries[template] for node, template in pairs})
+    print(f"{args.nodes} nodes and providers loaded in {time.monotonic() - started:.0f} s "
+          f"(load {common.load()})", flush=True)
+    return live, document
+
+
+def listings(stack, workdir):
+    """Median seconds of Ironic's listing then Placement's, as a pass lists them."""
+    _, stateless = common.confs(stack, workdir, SHARD)
+    reconciler = wiring.reconciler(stateless)
+    seconds = []
+    for _ in range(3):
+        started = time.monotonic()
+        reconciler.ironic.list_nodes()
+        reconciler.syncer.placement.list_providers()
+        seconds.append(time.monotonic() - started)
+    return statistics.median(seconds)
+
+
+def passes(agents, count, timeout):
+    """[[(seconds, reads, writes) of each pass]] per agent, until each has ``count``."""
+    seen = [[] for _ in agents.ports]
+    deadline = time.monotonic() + timeout
+    while any(len(s) < count for s in seen):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"agents not through {count} passes in {timeout} s: {seen}")
+        for port, done in zip(agents.ports, seen, strict=True):
+            try:
+                metrics = common.scrape(port, "rp_reporter_")
+            except (OSError, ValueError):
+                continue  # not answering yet
+            if metrics.get("rp_reporter_reconcile_passes_total", 0) > len(done):
+                done.append(round(metrics["rp_reporter_last_reconcile_seconds"], 2))
+        time.sleep(0.5)
+    return seen
+
+
+def peak_rss(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def run(args):
+    if common.DATABASE != "mariadb":
+        raise SystemExit("scale loads Ironic and Placement through MariaDB: --database mariadb")
+    workdir = tempfile.mkdtemp(prefix="rp-bench-scale-")
+    stack = common.new_stack(workdir)
+    result = {"nodes": args.nodes, "rows": []}
+    try:
+        common.start(stack, ["rabbitmq", "redis", "placement", "ironic"])
+        ironic = fleet.Ironic(stack.ironic_url, SHARD)
+        placement = fleet.Placement(stack.placement_url)
+        live, document = load(stack, ironic, args, workdir)
+        result["two_listings_s"] = round(listings(stack, workdir), 2)
+        print(f"the two listings: {result['two_listings_s']} s (load {common.load()})",
+              flush=True)
+        for count in args.agents:
+            for i in range(count):  # each a new process with the state an agent saves
+                os.makedirs(os.path.join(workdir, f"state-{i}"), exist_ok=True)
+                with open(os.path.join(workdir, f"state-{i}", f"rp_reporter-fleet-{i}.json"),
+                          "w") as f:
+                    json.dump(document, f)
+            agents = fleet_bench.Agents(stack, workdir, count, args.interval,
+                                        {"reconcile": {"jitter": 0}})
+            try:
+                seen = passes(agents, args.passes, args.passes * args.interval * 3)
+                load_now = common.load()
+                if count == max(args.agents):
+                    time.sleep(latency.SETTLE_S)
+                    result["fast_path"] = {
+                        "agents": count, "toggles": args.toggles,
+                        **latency.summary(latency.toggle(ironic, placement, live,
+                                                         args.toggles)),
+                        "load": common.load()}
+                    print(f"fast path: {result['fast_path']}", flush=True)
+                for i, (done, proc) in enumerate(zip(seen, agents.procs, strict=True)):
+                    rss = peak_rss(proc.pid)
+                    writes = sum(common.scrape(agents.ports[i],
+                                               "rp_reporter_placement_writes_total").values())
+                    result["rows"].append({
+                        "agents": count, "agent": i, "passes": len(done),
+                        "writes": int(writes), "load": load_now, "new_process_s": done[0],
+                        "warm_s": statistics.median(done[1:]),
+                        "new_process_vs_listings": round(done[0] / result["two_listings_s"], 2),
+                        "warm_vs_listings": round(statistics.median(done[1:])
+                                                  / result["two_listings_s"], 2),
+                        "peak_rss_mib": round(rss / MIB, 1), "peak_rss_mb": round(rss / MB, 1)})
+                    common.print_table(result["rows"][-1:], COLUMNS)
+            finally:
+                agents.stop()
+            for i in range(count):
+                shutil.rmtree(os.path.join(workdir, f"state-{i}"), ignore_errors=True)
+        common.save(result, "scale")
+        return result
+    finally:
+        stack.stop()
+
+
+COLUMNS = ("agents", "agent", "new_process_s", "warm_s", "new_process_vs_listings",
+           "warm_vs_listings", "passes", "writes", "peak_rss_mib", "peak_rss_mb", "load")
