@@ -80,7 +80,8 @@ class RpcBus:
         self._client.prepare(server=member).cast({}, method, **kwargs)
 
     def stop(self):
-        """Stop receiving; returns at once (``wait`` waits until it has)."""
+        """Stop receiving (returns once the server's poll has; ``wait`` then lets what
+        was received finish)."""
         if self._server is not None:
             self._server.stop()
 
@@ -114,7 +115,7 @@ class Sharing:
         return self
 
     def stop(self):
-        """Stop receiving slices; returns at once (``stopped`` waits until it has)."""
+        """Stop receiving slices (``stopped`` then lets what was received finish)."""
         self._bus.stop()
 
     def stopped(self):
