@@ -388,20 +388,32 @@ class Agent:
         then left without leaving its group, and its peers waited a lease for its
         nodes) and for a supervisor's patience to run out."""
         started = time.monotonic()
-        receivers = [threading.Thread(target=r.stop, name=f"stop-{type(r).__name__}")
-                     for r in (self.listener, self.sharing) if r is not None]
-        for receiver in receivers:
-            receiver.start()
-        self.queue.stop(timeout=6)
-        for receiver in receivers:
-            receiver.join()
+        steps = {}
+
+        def timed(step, fn, *args, **kwargs):
+            began = time.monotonic()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                steps[step] = time.monotonic() - began
+
+        receivers = []  # (name, stop receiving, let what was received finish)
         if self.listener:
-            self.listener.wait()
+            receivers.append(("notifications", self.listener.stop, self.listener.wait))
         if self.sharing:
-            self.sharing.stopped()
+            receivers.append(("shared listing", self.sharing.stop, self.sharing.stopped))
+        threads = [threading.Thread(target=timed, args=(name, lambda s=stop, f=finish: (s(), f())))
+                   for name, stop, finish in receivers]
+        for thread in threads:
+            thread.start()
+        timed("work queue", self.queue.stop, timeout=6)
+        for thread in threads:
+            thread.join()
         self.leaving.set()
         # A renewal blocked on an unreachable backend is not waited for: the group's
         # stop sees the lapsed lease and does not call the backend again.
-        self.threads.join("membership", timeout=2 * self.conf.coordination.heartbeat)
-        self.ownership.membership.stop()
-        LOG.info("shut down in %.1f s", time.monotonic() - started)
+        timed("renewals", self.threads.join, "membership",
+              timeout=2 * self.conf.coordination.heartbeat)
+        timed("leaving", self.ownership.membership.stop)
+        LOG.info("shut down in %.1f s (%s)", time.monotonic() - started,
+                 ", ".join(f"{step} {seconds:.1f} s" for step, seconds in steps.items()))
