@@ -75,7 +75,7 @@ def listings(stack, workdir):
 
 
 def passes(agents, count, timeout):
-    """[[(seconds, reads, writes) of each pass]] per agent, until each has ``count``."""
+    """[[seconds of each pass]] per agent, until each has ``count``."""
     seen = [[] for _ in agents.ports]
     deadline = time.monotonic() + timeout
     while any(len(s) < count for s in seen):
@@ -90,6 +90,14 @@ def passes(agents, count, timeout):
                 done.append(round(metrics["rp_reporter_last_reconcile_seconds"], 2))
         time.sleep(0.5)
     return seen
+
+
+def role(port):
+    """How the agent's passes listed: the lister sends slices, members take them."""
+    listings = common.scrape(port, "rp_reporter_reconcile_listings_total")
+    by_source = {k.split('source="')[1].rstrip('"}'): v for k, v in listings.items()
+                 if 'source="' in k}
+    return max(by_source, key=by_source.get) if by_source else "none"
 
 
 def peak_rss(pid):
@@ -125,6 +133,10 @@ def run(args):
             try:
                 seen = passes(agents, args.passes, args.passes * args.interval * 3)
                 load_now = common.load()
+                # Before the fast path's changes: a pass with nothing changed writes nothing.
+                writes = [sum(common.scrape(port, "rp_reporter_placement_writes_total").values())
+                          for port in agents.ports]
+                roles = [role(port) for port in agents.ports]
                 if count == max(args.agents):
                     time.sleep(latency.SETTLE_S)
                     result["fast_path"] = {
@@ -135,17 +147,15 @@ def run(args):
                     print(f"fast path: {result['fast_path']}", flush=True)
                 for i, (done, proc) in enumerate(zip(seen, agents.procs, strict=True)):
                     rss = peak_rss(proc.pid)
-                    writes = sum(common.scrape(agents.ports[i],
-                                               "rp_reporter_placement_writes_total").values())
                     result["rows"].append({
-                        "agents": count, "agent": i, "passes": len(done),
-                        "writes": int(writes), "load": load_now, "new_process_s": done[0],
+                        "agents": count, "agent": i, "role": roles[i], "passes": len(done),
+                        "writes": int(writes[i]), "load": load_now, "new_process_s": done[0],
                         "warm_s": statistics.median(done[1:]),
                         "new_process_vs_listings": round(done[0] / result["two_listings_s"], 2),
                         "warm_vs_listings": round(statistics.median(done[1:])
                                                   / result["two_listings_s"], 2),
                         "peak_rss_mib": round(rss / MIB, 1), "peak_rss_mb": round(rss / MB, 1)})
-                    common.print_table(result["rows"][-1:], COLUMNS)
+                common.print_table(result["rows"][-count:], COLUMNS)
             finally:
                 agents.stop()
             for i in range(count):
@@ -156,5 +166,5 @@ def run(args):
         stack.stop()
 
 
-COLUMNS = ("agents", "agent", "new_process_s", "warm_s", "new_process_vs_listings",
+COLUMNS = ("agents", "agent", "role", "new_process_s", "warm_s", "new_process_vs_listings",
            "warm_vs_listings", "passes", "writes", "peak_rss_mib", "peak_rss_mb", "load")
