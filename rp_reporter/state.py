@@ -1,12 +1,19 @@
-"""State that survives the process: one small JSON document per reporter.
+"""State that survives the process: a JSON document per reporter and key.
 
-Written whole to a temporary file and renamed over the old one, so a crash
-leaves the previous document, never half of one.  A document written for
-another deployment (a different identity: endpoints, credentials' user,
-scope) is ignored, as is a missing or corrupt one: each costs what it saves
-(for absences, one more interval before a deletion), never a wrong write.
+Each key (``absent_since``, ``observations``) has a file of its own beside the
+reporter's base path (``rp_reporter-HOST.observations.json``), so saving one
+never reads the others: at 100,000 nodes, parsing the saved observations again
+to keep the small keys beside them cost 16 MiB at every save.  A document is
+written as it is encoded, to a temporary file renamed over the old one, so a crash
+leaves the previous document, never half of one.  A document written for another
+deployment (a different identity: endpoints, credentials' user, scope) is
+ignored, as is a missing or corrupt one: each costs what it saves (for absences,
+one more interval before a deletion), never a wrong write.  The one file of
+earlier releases (all keys in the base path) is still read for a key that has
+no file of its own yet.
 """
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -22,53 +29,61 @@ class StateFile:
     persistent = True
 
     def __init__(self, path, identity):
-        self.path = path
+        self.path = path  # the base path: every key's file is named after it
         self.identity = hashlib.sha256(
             json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 
+    def key_path(self, key):
+        root, ext = os.path.splitext(self.path)
+        return f"{root}.{key}{ext or '.json'}"
+
     def load(self, key):
         """The value saved under ``key``, or None (missing, corrupt or foreign file)."""
-        try:
-            with open(self.path) as f:
-                document = json.load(f)
-        except FileNotFoundError:
-            return None
-        except (OSError, ValueError) as e:
-            LOG.warning("state file %s unreadable, starting afresh: %s", self.path, e)
-            return None
+        for path in (self.key_path(key), self.path):  # its own file, then the one of old
+            try:
+                with open(path) as f:
+                    document = json.load(f)
+            except FileNotFoundError:
+                continue
+            except (OSError, ValueError) as e:
+                LOG.warning("state file %s unreadable, starting afresh: %s", path, e)
+                return None
+            return self._value(path, document, key)
+        return None
+
+    def _value(self, path, document, key):
         if not isinstance(document, dict) or document.get("format") != FORMAT:
-            LOG.warning("state file %s is not in format %d, starting afresh", self.path, FORMAT)
+            LOG.warning("state file %s is not in format %d, starting afresh", path, FORMAT)
             return None
         if document.get("identity") != self.identity:
             LOG.warning("state file %s was written for another deployment (endpoints, user or "
-                        "scope differ), starting afresh", self.path)
+                        "scope differ), starting afresh", path)
             return None
-        return document.get("values", {}).get(key)
+        values = document.get("values")
+        return values.get(key) if isinstance(values, dict) else None
 
     def save(self, key, value):
-        """Replace ``key``'s value; other keys stay.  Failures are logged, not raised."""
-        values = {}
-        try:
-            with open(self.path) as f:
-                document = json.load(f)
-            if document.get("identity") == self.identity:
-                values = document.get("values", {})
-        except (OSError, ValueError, AttributeError):
-            pass
-        values[key] = value
-        directory = os.path.dirname(self.path) or "."
+        """Replace ``key``'s value.  Failures are logged, not raised."""
+        path = self.key_path(key)
+        directory = os.path.dirname(path) or "."
         try:
             os.makedirs(directory, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=directory, prefix=".state-")
-            with os.fdopen(fd, "w") as f:
-                # dumps, not dump: only the one-shot encoder is the C one.
-                f.write(json.dumps({"format": FORMAT, "identity": self.identity,
-                                    "values": values}))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
+            try:
+                with os.fdopen(fd, "w") as f:
+                    # dump, not dumps: the text is never whole in memory (dumps' faster
+                    # C encoder held 14 MiB more at 100,000 nodes; dump takes 0.2 s).
+                    json.dump({"format": FORMAT, "identity": self.identity,
+                               "values": {key: value}}, f)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, path)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+                raise
         except OSError as e:
-            LOG.warning("cannot write state file %s: %s", self.path, e)
+            LOG.warning("cannot write state file %s: %s", path, e)
 
 
 class InMemory:

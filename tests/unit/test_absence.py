@@ -92,8 +92,30 @@ def test_state_file_round_trip_and_foreign_or_corrupt_files(tmp_path):
     mine.save("other", 2)
     assert rp_state.StateFile(str(path), {"ironic": "a"}).load("absent_since") == {"x": 1.5}
     assert rp_state.StateFile(str(path), {"ironic": "b"}).load("absent_since") is None
-    path.write_text("{not json")
+    own = tmp_path / "state.absent_since.json"
+    own.write_text("{not json")
     assert mine.load("absent_since") is None
-    path.write_text(json.dumps({"format": 99}))
+    own.write_text(json.dumps({"format": 99}))
     assert mine.load("absent_since") is None
-    assert list(tmp_path.iterdir()) == [path]  # no temporary file left behind
+    assert mine.load("other") == 2  # each key its own file: one corrupt costs only itself
+    assert sorted(p.name for p in tmp_path.iterdir()) == [  # no temporary file left behind
+        "state.absent_since.json", "state.other.json"]
+
+
+def test_saving_a_key_never_reads_the_others_and_the_single_file_of_old_is_still_read(
+        tmp_path, monkeypatch):
+    path = tmp_path / "state.json"
+    mine = rp_state.StateFile(str(path), {"ironic": "a"})
+    # Earlier releases kept every key in the base path.
+    path.write_text(json.dumps({"format": rp_state.FORMAT, "identity": mine.identity,
+                                "values": {"absent_since": {"x": 1.5}, "observations": [1]}}))
+    assert mine.load("observations") == [1]
+    opened = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda p, *a, **k: opened.append(str(p)) or
+                        real_open(p, *a, **k))
+    mine.save("observations", [2])
+    assert opened == []  # the old documents are not parsed again to be kept
+    monkeypatch.undo()
+    assert mine.load("observations") == [2]  # its own file first
+    assert mine.load("absent_since") == {"x": 1.5}  # not saved anew yet: the old file

@@ -51,8 +51,7 @@ def load(stack, ironic, args, workdir):
     wiring.reconciler(conf).run()  # the providers of the nodes made through the API
     pairs = common.copy_nodes(stack, templates, args.nodes - len(live) - len(templates))
     common.copy_providers(stack, pairs)
-    state_path = os.path.join(conf.state_path, f"rp_reporter-{conf.host}.json")
-    with open(state_path) as f:
+    with open(wiring.state(conf).key_path("observations")) as f:
         document = json.load(f)
     entries = document["values"]["observations"]["entries"]
     entries.update({node: entries[template] for node, template in pairs})
@@ -125,8 +124,8 @@ def run(args):
         for count in args.agents:
             for i in range(count):  # each a new process with the state an agent saves
                 os.makedirs(os.path.join(workdir, f"state-{i}"), exist_ok=True)
-                with open(os.path.join(workdir, f"state-{i}", f"rp_reporter-fleet-{i}.json"),
-                          "w") as f:
+                with open(os.path.join(workdir, f"state-{i}",
+                                       f"rp_reporter-fleet-{i}.observations.json"), "w") as f:
                     json.dump(document, f)
             agents = fleet_bench.Agents(stack, workdir, count, args.interval,
                                         {"reconcile": {"jitter": 0}})
