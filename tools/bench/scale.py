@@ -136,7 +136,7 @@ def run(args):
                 writes = [sum(common.scrape(port, "rp_reporter_placement_writes_total").values())
                           for port in agents.ports]
                 roles = [role(port) for port in agents.ports]
-                if count == max(args.agents):
+                if count == max(args.agents) and args.toggles:
                     time.sleep(latency.SETTLE_S)
                     result["fast_path"] = {
                         "agents": count, "toggles": args.toggles,
