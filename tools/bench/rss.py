@@ -233,7 +233,7 @@ def run(args):
         stack.stop()
     common.print_table([{"step": k, "peak_rss_mb": v} for k, v in result["steps"].items()],
                        ("step", "peak_rss_mb"))
-    print(f"peak RSS with {result['nodes']} nodes: {result['peak_rss_mb']} MB "
+    print(f"peak RSS with {result['nodes']} nodes: {result['peak_rss_mb']} MiB "
           f"(listings: {result['listings']})")
     common.save(result, "rss")
     return result
