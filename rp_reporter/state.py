@@ -25,6 +25,12 @@ LOG = logging.getLogger(__name__)
 FORMAT = 1
 
 
+def key_path(base, key):
+    """The file of ``key`` beside the reporter's base path."""
+    root, ext = os.path.splitext(base)
+    return f"{root}.{key}{ext or '.json'}"
+
+
 class StateFile:
     persistent = True
 
@@ -34,8 +40,7 @@ class StateFile:
             json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
 
     def key_path(self, key):
-        root, ext = os.path.splitext(self.path)
-        return f"{root}.{key}{ext or '.json'}"
+        return key_path(self.path, key)
 
     def load(self, key):
         """The value saved under ``key``, or None (missing, corrupt or foreign file)."""

@@ -54,6 +54,16 @@ def _cpu_s(fields):
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
+def peak_rss(pid="self"):
+    """A process's peak RSS (VmHWM) in bytes.  Not ru_maxrss: that survives exec, so a
+    child would start with its parent's peak."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmHWM in /proc/{pid}/status")
+
+
 def process_cpu(pid):
     """CPU seconds used so far by one process (0 once it is gone)."""
     fields = _stat(pid)

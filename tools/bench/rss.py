@@ -147,13 +147,8 @@ def capture(ironic_url):
 
 
 def peak_mb():
-    """This process's peak RSS (VmHWM).  Not ru_maxrss: that survives exec, so a
-    child would start with its parent's peak."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    raise RuntimeError("no VmHWM in /proc/self/status")
+    """This process's peak RSS in MiB (the key's name predates the units being named)."""
+    return round(common.peak_rss() / (1024 * 1024), 1)
 
 
 def probe(conf_path, placement_listing_url):

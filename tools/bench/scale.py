@@ -32,9 +32,11 @@ import statistics
 import tempfile
 import time
 
+from rp_reporter import state as rp_state
 from rp_reporter import wiring
 from tools import fleet
 from tools.bench import common
+from tools.bench import compare
 from tools.bench import fleet as fleet_bench
 from tools.bench import latency
 
@@ -64,13 +66,10 @@ def listings(stack, workdir):
     """Median seconds of Ironic's listing then Placement's, as a pass lists them."""
     _, stateless = common.confs(stack, workdir, SHARD)
     reconciler = wiring.reconciler(stateless)
-    seconds = []
-    for _ in range(3):
-        started = time.monotonic()
-        reconciler.ironic.list_nodes()
-        reconciler.syncer.placement.list_providers()
-        seconds.append(time.monotonic() - started)
-    return statistics.median(seconds)
+    _, wall, _ = compare.median([compare.timed(lambda: (
+        reconciler.ironic.list_nodes(), reconciler.syncer.placement.list_providers()))
+        for _ in range(3)])
+    return wall
 
 
 def passes(agents, count, timeout):
@@ -99,14 +98,6 @@ def role(port):
     return max(by_source, key=by_source.get) if by_source else "none"
 
 
-def peak_rss(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    return 0
-
-
 def run(args):
     if common.DATABASE != "mariadb":
         raise SystemExit("scale loads Ironic and Placement through MariaDB: --database mariadb")
@@ -124,8 +115,8 @@ def run(args):
         for count in args.agents:
             for i in range(count):  # each a new process with the state an agent saves
                 os.makedirs(os.path.join(workdir, f"state-{i}"), exist_ok=True)
-                with open(os.path.join(workdir, f"state-{i}",
-                                       f"rp_reporter-fleet-{i}.observations.json"), "w") as f:
+                base = os.path.join(workdir, f"state-{i}", f"rp_reporter-fleet-{i}.json")
+                with open(rp_state.key_path(base, "observations"), "w") as f:
                     json.dump(document, f)
             agents = fleet_bench.Agents(stack, workdir, count, args.interval,
                                         {"reconcile": {"jitter": 0}})
@@ -145,14 +136,13 @@ def run(args):
                         "load": common.load()}
                     print(f"fast path: {result['fast_path']}", flush=True)
                 for i, (done, proc) in enumerate(zip(seen, agents.procs, strict=True)):
-                    rss = peak_rss(proc.pid)
+                    rss, warm = common.peak_rss(proc.pid), statistics.median(done[1:])
                     result["rows"].append({
                         "agents": count, "agent": i, "role": roles[i], "passes": len(done),
                         "writes": int(writes[i]), "load": load_now, "new_process_s": done[0],
-                        "warm_s": statistics.median(done[1:]),
+                        "warm_s": warm,
                         "new_process_vs_listings": round(done[0] / result["two_listings_s"], 2),
-                        "warm_vs_listings": round(statistics.median(done[1:])
-                                                  / result["two_listings_s"], 2),
+                        "warm_vs_listings": round(warm / result["two_listings_s"], 2),
                         "peak_rss_mib": round(rss / MIB, 1), "peak_rss_mb": round(rss / MB, 1)})
                 common.print_table(result["rows"][-count:], COLUMNS)
             finally:
