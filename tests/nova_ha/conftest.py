@@ -173,6 +173,19 @@ def start_fleet(cloud, made):
     wait_for(lambda: all(len(h) == 1 for h in cloud.homes(made.nodes).values())
              and cloud.offered(made) == set(made.nodes), 180,
              f"{made.name}: every node has one compute node record and is offered")
+    # The first service up claims every node; the others take their share only at their
+    # trackers' next runs (nova's ring is rebuilt there).  Wait for the homes to hold
+    # through a whole tracker period with every service in the ring, or the tests would
+    # pick a victim by a ring that is still moving (seen: its free nodes gone by the kill).
+    settled = {"homes": None, "since": time.time()}
+
+    def homes_held():
+        time.sleep(1)  # one look a second at nova's API is enough
+        now = {n: tuple(h) for n, h in cloud.homes(made.nodes).items()}
+        if now != settled["homes"] or any(len(h) != 1 for h in now.values()):
+            settled.update(homes=now, since=time.time())
+        return time.time() - settled["since"] >= PERIODIC + 5
+    wait_for(homes_held, 6 * PERIODIC + 60, f"{made.name}: the ring settled")
     # Hosts with compute nodes mapped to the cell now; one the ring left without a node
     # is mapped by the scheduler's own discovery once it has one (every 2 s here).
     nova.manage(cloud.stack, "cell_v2", "discover_hosts")

@@ -37,6 +37,7 @@ def place_servers(cloud, made, tag):
         assert built["status"] == "ACTIVE", built
         servers[server] = built["OS-EXT-SRV-ATTR:hypervisor_hostname"]
     free = sorted(n for n, h in homes.items() if h == victim and n not in servers.values())
+    assert len(free) >= 2, f"{victim} needs two free nodes, the ring gave it {homes}"
     made.ironic.set_maintenance(free[0], True)
     return victim, servers, free[0]
 
@@ -49,6 +50,7 @@ def kill_and_watch(cloud, made, victim, servers, in_maintenance, rehomes):
     victim_servers = [s for s, n in servers.items() if homes[n] == victim]
     victim_free = [n for n, h in homes.items()
                    if h == victim and n not in servers.values() and n != in_maintenance]
+    assert victim_free, f"{victim}'s free nodes moved before the kill: {homes}"
     last_report = ha.report_time(cloud.nova.compute_service(victim))
     killed_at = made.kill(cloud.stack, victim)
 
