@@ -304,29 +304,39 @@ class Agent:
 
     def listing_for_pass(self):
         """The lister's slice for this pass, or None: list by itself.  The lister (or an
-        agent alone) always lists; a member takes the slice that woke it, and after a
-        start or a ring change (the lister then lists at once) waits for one a while."""
+        agent alone) always lists; a member takes the slice that woke it, after a
+        start or a ring change (the lister then lists at once) waits for one a while,
+        and waits on while the lister's pages are still coming (never past one
+        interval more, when it would list anyway)."""
         expected, self._slice_expected = self._slice_expected, False
         if self.sharing is None or self.sharing.lists():
             return None
-        deadline = time.monotonic() + (self.sharing.wait() if expected else 0)
+        started = time.monotonic()
+        deadline = started + (self.sharing.wait() if expected else 0)
+        limit = started + self.conf.reconcile.interval + self.sharing.wait()
+        heartbeat = self.conf.coordination.heartbeat
         while True:
             listing = self.sharing.take()
-            left = deadline - time.monotonic()
-            if listing is not None or left <= 0 or self.stopping.is_set():
+            now = time.monotonic()
+            if (listing is not None or self.stopping.is_set() or now >= limit
+                    or (now >= deadline and not self.sharing.arriving())):
                 break
             self.wake.clear()
-            self.wake.wait(min(left, self.conf.coordination.heartbeat))
+            self.wake.wait(min(deadline - now, heartbeat) if now < deadline else heartbeat)
         if listing is None:
             LOG.info("no whole shared listing from the lister on this ring (%s): listing by "
                      "myself", self.sharing.refused)
         return listing
 
     def log_preflight(self):
-        """The checks of `rp-reporter check`, once at start, logged (never fatal)."""
+        """The checks of `rp-reporter check` but the listings, once at start, logged
+        (never fatal)."""
         levels = {preflight.OK: logging.INFO, preflight.WARN: logging.WARNING}
         try:
-            rows = preflight.run(self.conf)
+            # Not the two full listings: the first pass makes them (a member takes
+            # them from the lister), and at a large fleet's start each agent's own
+            # pair slowed the lister's first listing past the members' wait.
+            rows = preflight.run(self.conf, listings=False)
         except Exception:
             LOG.exception("start-up checks could not run")
             return

@@ -157,6 +157,11 @@ class Sharing:
         with self._lock:
             return self._assembler.take(self.context(self.ownership.ring))
 
+    def arriving(self):
+        """The lister is still sending a slice (a page came within the wait)."""
+        with self._lock:
+            return self._assembler.arriving(self.wait())
+
     @property
     def refused(self):
         """Why the last take() gave no slice."""

@@ -131,6 +131,7 @@ class Assembler:
         self._context = None
         self._pages = {}
         self._end = None
+        self._last = None    # when the last message of the listing kept arrived
         self.refused = None
 
     def _current(self, listing_id, context):
@@ -138,7 +139,10 @@ class Assembler:
         one replaces it)."""
         if self._id is None or listing_id > self._id:
             self._id, self._context, self._pages, self._end = listing_id, context, {}, None
-        return listing_id == self._id
+        if listing_id == self._id:
+            self._last = self.clock()
+            return True
+        return False
 
     def page(self, listing_id, context, seq, records):
         if self._current(tuple(listing_id), context):
@@ -150,6 +154,15 @@ class Assembler:
 
     def complete(self):
         return self._end is not None and len(self._pages) == self._end["pages"]
+
+    def arriving(self, quiet):
+        """A listing is partly here and its last message came within ``quiet`` seconds:
+        the lister is still sending it, so a member waits for the rest instead of
+        listing by itself beside it (a listing slowed by agents starting together
+        outlasted a fixed wait, and each member's own listing slowed it further)."""
+        partly = bool(self._pages) or self._end is not None
+        return (partly and not self.complete()
+                and self.clock() - self._last <= quiet)
 
     def take(self, wanted):
         """The slice, once, if whole, fresh and made in a context serving ``wanted``."""

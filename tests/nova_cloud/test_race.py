@@ -17,8 +17,8 @@ a time, nova as it ships (its 60 s periodic, its scheduler and filters).
 Double bookings (one single-unit provider allocated to two servers: Placement's own
 race, not the scheduler's) are counted apart.  Asserted with the agents: no build sent
 to a node that could not be used, none failed but for a double booking, no node offered
-while Ironic was still cleaning it, every freed node offered within 5 s (the fast path,
-not nova's 60 s periodic).  The issue's reuse p50 <= 1 s is recorded, not asserted.
+while Ironic was still cleaning it, every freed node offered within 5 s and half of them
+within 1 s (the fast path, not nova's 60 s periodic).
 Stock nova's figures are recorded, not judged: they are the reference.
 """
 
@@ -333,7 +333,7 @@ def test_race(cloud, name):
     assert row["refused_race"] == 0, row
     assert row["failed"] <= row["double_booked"], row
     assert freed["never_offered"] == 0 and freed["offered_while_unusable"] == 0, freed
-    # Offered by the fast path, not at nova's periodic (60 s).  The issue's p50 <= 1 s
-    # is a speed target: recorded in the JSON and checked in doc/performance.md, not
-    # asserted here, where the load of the whole cloud on 2 cores decides the tail.
+    # Offered by the fast path, not at nova's periodic (60 s): the issue's targets,
+    # p50 <= 1 s and max <= 5 s (runs so far: doc/performance.md).
+    assert freed["reuse_s_p50"] <= 1.0, freed
     assert freed["reuse_s_max"] <= 5.0, freed

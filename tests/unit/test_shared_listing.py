@@ -157,3 +157,26 @@ def test_freshness_counts_from_the_listings_end_and_the_refusal_says_why():
     assert other.refused == "cut on another ring, scope or fields"
     partial = assemble([m for m in messages if m[0] == "page"], "agent-1")
     assert partial.take(CONTEXT) is None and partial.refused.endswith("no end arrived")
+
+
+def test_a_listing_still_arriving_is_waited_for_until_its_pages_stop_coming():
+    """A member gives up on the lister only when its pages stop coming: one fixed wait
+    was outlasted by the lister's listing when agents started together."""
+    now = [1000.0]
+    assembler = sl.Assembler(max_age=60, clock=lambda: now[0])
+    pages = [m for m in cut("agent-0") if m[1] == "agent-1"]
+    assert not assembler.arriving(quiet=30)  # nothing yet: the fixed wait decides
+    kind, _, seq, body = pages[0]
+    assembler.page([1000.0, "agent-0", 1], CONTEXT, seq, body)
+    now[0] += 29
+    assert assembler.arriving(quiet=30)
+    now[0] += 2
+    assert not assembler.arriving(quiet=30)  # no page for 31 s: the lister is stuck
+    for kind, _, seq, body in pages[1:]:
+        if kind == "page":
+            assembler.page([1000.0, "agent-0", 1], CONTEXT, seq, body)
+        else:
+            assembler.end([1000.0, "agent-0", 1], CONTEXT, body)
+    assert assembler.complete() and not assembler.arriving(quiet=30)  # whole: take it
+    assert assembler.take(CONTEXT) is not None
+    assert not assembler.arriving(quiet=30)  # taken: nothing is arriving

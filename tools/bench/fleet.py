@@ -15,8 +15,9 @@ fleet).  A window of k intervals lasts until every agent has finished k more pas
 agent's interval is its wait and its pass), and starts once each has finished a pass
 after its first (a new agent's first reads what it has no observation of).  Each
 window's figures are per interval: the CPU Ironic's, Placement's and RabbitMQ's own
-processes used (read from /proc), the agents' own CPU, the notifications the agents
-received (the broker's deliveries to them), the changes made, and the seconds.
+processes used (read from /proc), the agents' own CPU, the full listings the agents
+made (their own, not a slice), the notifications the agents received (the broker's
+deliveries to them), the changes made, and the seconds.
 """
 
 import concurrent.futures
@@ -35,7 +36,7 @@ from tools.bench import common
 
 SHARD = "bench"
 COLUMNS = ("variant", "agents", "phase", "ironic_cpu_s", "placement_cpu_s", "broker_cpu_s",
-           "broker_deliveries", "agents_cpu_s", "total_cpu_s", "changes", "seconds",
+           "broker_deliveries", "agents_cpu_s", "listings", "total_cpu_s", "changes", "seconds",
            "repair_s_max", "load")
 # Providers given a stray trait behind the agents' back after the drift window (drift no
 # notification names): each must be repaired by its owner's next pass, within an interval.
@@ -86,6 +87,16 @@ class Agents:
 
     def deliveries(self):
         return self._sum("rp_reporter_notifications_total", 0)
+
+    def own_listings(self):
+        """Passes on an agent's own listings (the lister's, and a member's without a
+        slice): with sharing, one per interval is the lister's."""
+        total = 0
+        for port in self.ports:
+            found = common.scrape(port, "rp_reporter_reconcile_listings_total")
+            total += sum(found.get(f'rp_reporter_reconcile_listings_total{{source="{s}"}}', 0)
+                         for s in ("own", "sent"))
+        return total
 
     def passes(self):
         """Each agent's passes finished so far."""
@@ -147,6 +158,7 @@ def window(stack, agents, intervals, made=()):
                 "placement": common.service_cpu(stack, "placement"),
                 "broker": common.service_cpu(stack, "rabbitmq"),
                 "agents": agents.cpu(), "deliveries": agents.deliveries(),
+                "listings": agents.own_listings(),
                 "changes": len(made), "at": time.monotonic()}
     before = reading()
     agents.wait_passes(intervals)
@@ -154,7 +166,7 @@ def window(stack, agents, intervals, made=()):
     per = {k: round((after[k] - before[k]) / intervals, 2) for k in before}
     return {"ironic_cpu_s": per["ironic"], "placement_cpu_s": per["placement"],
             "broker_cpu_s": per["broker"], "broker_deliveries": per["deliveries"],
-            "agents_cpu_s": per["agents"],
+            "agents_cpu_s": per["agents"], "listings": per["listings"],
             "total_cpu_s": round(per["ironic"] + per["placement"] + per["broker"], 2),
             "changes": per["changes"], "seconds": per["at"], "load": common.load()}
 
