@@ -316,6 +316,7 @@ class Agent:
         limit = started + self.conf.reconcile.interval + self.sharing.wait()
         heartbeat = self.conf.coordination.heartbeat
         while True:
+            ring = self.ownership.ring
             listing = self.sharing.take()
             now = time.monotonic()
             if (listing is not None or self.stopping.is_set() or now >= limit
@@ -323,6 +324,16 @@ class Agent:
                 break
             self.wake.clear()
             self.wake.wait(min(deadline - now, heartbeat) if now < deadline else heartbeat)
+        if listing is not None:
+            # A slice on the ring seen now serves a ring change that came while waiting,
+            # and its arrival's wake-up is used up by this pass: without this a member
+            # ran a second pass at once, waiting for a listing the lister makes only at
+            # its interval (seen: agents started together each then listed by itself).
+            self._slice_expected = False
+            self.wake.clear()
+            if self.ownership.ring is not ring:  # changed meanwhile after all
+                self._slice_expected = True
+                self.wake.set()
         if listing is None:
             LOG.info("no whole shared listing from the lister on this ring (%s): listing by "
                      "myself", self.sharing.refused)

@@ -159,8 +159,9 @@ class Sharing:
 
     def arriving(self):
         """The lister is still sending a slice (a page came within the wait)."""
+        wanted = self.context(self.ownership.ring)
         with self._lock:
-            return self._assembler.arriving(self.wait())
+            return self._assembler.arriving(wanted, self.wait())
 
     @property
     def refused(self):

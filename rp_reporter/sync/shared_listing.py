@@ -111,12 +111,27 @@ class Splitter:
         return pages, ends
 
 
+@dataclasses.dataclass
+class _Partial:
+    """One listing's messages to this member so far."""
+    listing_id: tuple
+    pages: dict = dataclasses.field(default_factory=dict)
+    end: dict | None = None
+    last: float = 0.0    # when its last message arrived
+
+    def complete(self):
+        return self.end is not None and len(self.pages) == self.end["pages"]
+
+
 class Assembler:
     """Puts a member's slice together from its pages, whatever their order.
 
-    Only the newest listing is kept: a page or end of an older one is dropped.
-    ``take(wanted)`` hands a whole, fresh slice made in a context that serves
-    ``wanted`` over once, else None, and ``refused`` then says why.
+    The newest listing of each context (ring, scope, fields) is kept: a page or end of
+    an older one is dropped.  Per context, because agents started together each list
+    at first on the ring they saw then: a listing cut on a passing ring must not push
+    out the one cut on the ring the member ends up with.  ``take(wanted)`` hands the
+    newest whole, fresh slice made in a context that serves ``wanted`` over once, else
+    None, and ``refused`` then says why.
 
     Fresh is counted from the listing's end, not its start: a listing that took long
     on a busy Ironic is as recent as the lister's own pass on it, and refusing it made
@@ -127,58 +142,73 @@ class Assembler:
     def __init__(self, max_age, clock=time.time):
         self.max_age = max_age
         self.clock = clock
-        self._id = None      # (listed_at, lister, pass_id) of the listing being put together
-        self._context = None
-        self._pages = {}
-        self._end = None
-        self._last = None    # when the last message of the listing kept arrived
+        self._listings = {}  # context -> _Partial of its newest listing
         self.refused = None
 
     def _current(self, listing_id, context):
-        """Whether a message of ``listing_id`` belongs to the listing kept (a newer
-        one replaces it)."""
-        if self._id is None or listing_id > self._id:
-            self._id, self._context, self._pages, self._end = listing_id, context, {}, None
-        if listing_id == self._id:
-            self._last = self.clock()
-            return True
-        return False
+        """The listing a message of ``listing_id`` belongs to, or None when a newer one
+        of its context replaced it.  Listings that stopped arriving longer than they
+        could stay fresh are dropped (their pages are memory only)."""
+        now = self.clock()
+        for old in [c for c, kept in self._listings.items() if now - kept.last > self.max_age]:
+            del self._listings[old]
+        kept = self._listings.get(context)
+        if kept is None or listing_id > kept.listing_id:
+            kept = self._listings[context] = _Partial(listing_id)
+        if listing_id != kept.listing_id:
+            return None
+        kept.last = now
+        return kept
 
     def page(self, listing_id, context, seq, records):
-        if self._current(tuple(listing_id), context):
-            self._pages[seq] = records
+        kept = self._current(tuple(listing_id), context)
+        if kept is not None:
+            kept.pages[seq] = records
 
     def end(self, listing_id, context, end):
-        if self._current(tuple(listing_id), context):
-            self._end = end
+        kept = self._current(tuple(listing_id), context)
+        if kept is not None:
+            kept.end = end
 
     def complete(self):
-        return self._end is not None and len(self._pages) == self._end["pages"]
+        """A whole listing is here (whether it serves the member, take() says)."""
+        return any(kept.complete() for kept in self._listings.values())
 
-    def arriving(self, quiet):
-        """A listing is partly here and its last message came within ``quiet`` seconds:
-        the lister is still sending it, so a member waits for the rest instead of
-        listing by itself beside it (a listing slowed by agents starting together
-        outlasted a fixed wait, and each member's own listing slowed it further)."""
-        partly = bool(self._pages) or self._end is not None
-        return (partly and not self.complete()
-                and self.clock() - self._last <= quiet)
+    def _serving(self, wanted):
+        """The newest listing made in a context serving ``wanted``, or None."""
+        found = [(kept.listing_id, context) for context, kept in self._listings.items()
+                 if context.serves(wanted)]
+        return self._listings[max(found)[1]] if found else None
+
+    def arriving(self, wanted, quiet):
+        """A listing serving ``wanted`` is partly here and its last message came within
+        ``quiet`` seconds: the lister is still sending it, so a member waits for the rest
+        instead of listing by itself beside it (a listing slowed by agents starting
+        together outlasted a fixed wait, and each member's own listing slowed it further)."""
+        kept = self._serving(wanted)
+        return (kept is not None and not kept.complete()
+                and self.clock() - kept.last <= quiet)
 
     def take(self, wanted):
         """The slice, once, if whole, fresh and made in a context serving ``wanted``."""
-        if not self.complete():
-            self.refused = ("none arrived" if self._id is None else
-                            f"{len(self._pages)} of its pages and {'an' if self._end else 'no'} "
-                            f"end arrived")
+        kept = self._serving(wanted)
+        if kept is None:
+            self.refused = ("cut on another ring, scope or fields" if self._listings else
+                            "none arrived")
             return None
-        age = self.clock() - (self._id[0] + float(self._end.get("seconds") or 0.0))
-        self.refused = ("cut on another ring, scope or fields"
-                        if not self._context.serves(wanted) else
-                        f"finished {age:.0f} s ago, over {self.max_age:.0f} s"
-                        if not -self.max_age <= age <= self.max_age else None)
-        records = [r for seq in sorted(self._pages) for r in self._pages[seq]]
+        if not kept.complete():
+            self.refused = (f"{len(kept.pages)} of its pages and "
+                            f"{'an' if kept.end else 'no'} end arrived")
+            return None
+        # Used (or refused) once, with every listing older than it.
+        self._listings = {c: k for c, k in self._listings.items()
+                          if k.listing_id > kept.listing_id}
+        age = self.clock() - (kept.listing_id[0] + float(kept.end.get("seconds") or 0.0))
+        if not -self.max_age <= age <= self.max_age:
+            self.refused = f"finished {age:.0f} s ago, over {self.max_age:.0f} s"
+            return None
+        self.refused = None
+        records = [r for seq in sorted(kept.pages) for r in kept.pages[seq]]
         providers = {u: (name, generation)
-                     for u, (name, generation) in self._end["providers"].items()}
-        listing = Listing(records, providers, self._end["listing_gap"])
-        self._pages, self._end = {}, None  # used (or refused) once
-        return listing if self.refused is None else None
+                     for u, (name, generation) in kept.end["providers"].items()}
+        return Listing(records, providers, kept.end["listing_gap"])

@@ -165,18 +165,35 @@ def test_a_listing_still_arriving_is_waited_for_until_its_pages_stop_coming():
     now = [1000.0]
     assembler = sl.Assembler(max_age=60, clock=lambda: now[0])
     pages = [m for m in cut("agent-0") if m[1] == "agent-1"]
-    assert not assembler.arriving(quiet=30)  # nothing yet: the fixed wait decides
+    assert not assembler.arriving(CONTEXT, quiet=30)  # nothing yet: the fixed wait decides
     kind, _, seq, body = pages[0]
     assembler.page([1000.0, "agent-0", 1], CONTEXT, seq, body)
     now[0] += 29
-    assert assembler.arriving(quiet=30)
+    assert assembler.arriving(CONTEXT, quiet=30)
     now[0] += 2
-    assert not assembler.arriving(quiet=30)  # no page for 31 s: the lister is stuck
+    assert not assembler.arriving(CONTEXT, quiet=30)  # no page for 31 s: the lister is stuck
     for kind, _, seq, body in pages[1:]:
         if kind == "page":
             assembler.page([1000.0, "agent-0", 1], CONTEXT, seq, body)
         else:
             assembler.end([1000.0, "agent-0", 1], CONTEXT, body)
-    assert assembler.complete() and not assembler.arriving(quiet=30)  # whole: take it
+    assert assembler.complete() and not assembler.arriving(CONTEXT, quiet=30)  # whole: take it
     assert assembler.take(CONTEXT) is not None
-    assert not assembler.arriving(quiet=30)  # taken: nothing is arriving
+    assert not assembler.arriving(CONTEXT, quiet=30)  # taken: nothing is arriving
+
+
+def test_a_listing_cut_on_a_passing_ring_does_not_push_out_the_one_on_the_members_ring():
+    """Agents started together each list at first on the ring they saw then; a later
+    listing on such a passing ring left the member with no slice of the ring it ended
+    up with, and every member listed by itself (fleet bench, 8 agents started at once)."""
+    assembler = sl.Assembler(max_age=60, clock=lambda: 1010.0)
+    for kind, _, seq, body in (m for m in cut("agent-0") if m[1] == "agent-1"):
+        if kind == "page":
+            assembler.page([1000.0, "agent-0", 1], CONTEXT, seq, body)
+        else:
+            assembler.end([1000.0, "agent-0", 1], CONTEXT, body)
+    passing = sl.Context(("agent-1", "agent-2"), CONTEXT.scope, CONTEXT.fields)
+    assembler.page([1003.0, "agent-2", 1], passing, 0, [record(NODES[0])])
+    listing = assembler.take(CONTEXT)
+    assert listing is not None and len(listing.records) > 0
+    assert assembler.take(passing) is None  # older than the slice taken: dropped with it
