@@ -334,7 +334,7 @@ class Agent:
             if self.ownership.ring is not ring:  # changed meanwhile after all
                 self._slice_expected = True
                 self.wake.set()
-        if listing is None:
+        else:
             LOG.info("no whole shared listing from the lister on this ring (%s): listing by "
                      "myself", self.sharing.refused)
         return listing
