@@ -306,21 +306,28 @@ class Agent:
         """The lister's slice for this pass, or None: list by itself.  The lister (or an
         agent alone) always lists; a member takes the slice that woke it, after a
         start or a ring change (the lister then lists at once) waits for one a while,
-        and waits on while the lister's pages are still coming (never past one
-        interval more, when it would list anyway)."""
+        and waits on while the lister's pages are still coming.
+
+        However long the lister's listing takes: a member's own listing of the same
+        Ironic would take as long and slow the lister's further (seen at 10^5 nodes,
+        agents started together: the lister's first listing outlasted a member's
+        interval plus its wait, and two members listing by themselves beside it made
+        three).  Only a listing the lister began within one interval of the member's
+        wait is waited for, so a lister whose slices never end (an end cast lost each
+        time) holds a member back for about two intervals at most."""
         expected, self._slice_expected = self._slice_expected, False
         if self.sharing is None or self.sharing.lists():
             return None
-        started = time.monotonic()
+        started, waiting_since = time.monotonic(), time.time()  # the lister's ids: wall clock
         deadline = started + (self.sharing.wait() if expected else 0)
-        limit = started + self.conf.reconcile.interval + self.sharing.wait()
         heartbeat = self.conf.coordination.heartbeat
         while True:
             ring = self.ownership.ring
             listing = self.sharing.take()
             now = time.monotonic()
-            if (listing is not None or self.stopping.is_set() or now >= limit
-                    or (now >= deadline and not self.sharing.arriving())):
+            if (listing is not None or self.stopping.is_set()
+                    or (now >= deadline and not self.sharing.arriving(
+                        begun_by=waiting_since + self.conf.reconcile.interval))):
                 break
             self.wake.clear()
             self.wake.wait(min(deadline - now, heartbeat) if now < deadline else heartbeat)

@@ -157,11 +157,12 @@ class Sharing:
         with self._lock:
             return self._assembler.take(self.context(self.ownership.ring))
 
-    def arriving(self):
-        """The lister is still sending a slice (a page came within the wait)."""
+    def arriving(self, begun_by):
+        """The lister is still sending a slice (a page came within the wait) of a listing
+        it began by ``begun_by`` (wall clock)."""
         wanted = self.context(self.ownership.ring)
         with self._lock:
-            return self._assembler.arriving(wanted, self.wait())
+            return self._assembler.arriving(wanted, self.wait(), begun_by)
 
     @property
     def refused(self):

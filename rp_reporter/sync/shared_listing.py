@@ -180,14 +180,18 @@ class Assembler:
                  if context.serves(wanted)]
         return self._listings[max(found)[1]] if found else None
 
-    def arriving(self, wanted, quiet):
-        """A listing serving ``wanted`` is partly here and its last message came within
-        ``quiet`` seconds: the lister is still sending it, so a member waits for the rest
-        instead of listing by itself beside it (a listing slowed by agents starting
-        together outlasted a fixed wait, and each member's own listing slowed it further)."""
+    def arriving(self, wanted, quiet, begun_by=float("inf")):
+        """A listing serving ``wanted`` is partly here, its last message came within
+        ``quiet`` seconds, and the lister began it by ``begun_by`` (its wall clock).
+
+        The lister is still sending it, so a member waits for the rest instead of
+        listing by itself beside it: a listing slowed by agents starting together
+        outlasted a fixed wait, and each member's own listing slowed it further.
+        ``begun_by`` bounds the wait when the lister's listings never end for this
+        member (an end cast lost each time): a later listing is not waited for."""
         kept = self._serving(wanted)
         return (kept is not None and not kept.complete()
-                and self.clock() - kept.last <= quiet)
+                and self.clock() - kept.last <= quiet and kept.listing_id[0] <= begun_by)
 
     def take(self, wanted):
         """The slice, once, if whole, fresh and made in a context serving ``wanted``."""

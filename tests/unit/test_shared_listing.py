@@ -182,6 +182,26 @@ def test_a_listing_still_arriving_is_waited_for_until_its_pages_stop_coming():
     assert not assembler.arriving(CONTEXT, quiet=30)  # taken: nothing is arriving
 
 
+def test_a_listing_is_waited_for_however_long_it_takes_if_begun_within_the_bound():
+    """A member waits on for a listing that outlasts its interval while pages keep coming
+    (at 10^5 nodes the lister's first listing took longer than interval plus wait, and
+    the members that stopped waiting each listed by themselves beside it), but not for
+    a listing begun after ``begun_by``: one whose slices never end cannot hold it forever."""
+    now = [1000.0]
+    assembler = sl.Assembler(max_age=60, clock=lambda: now[0])
+    pages = [m for m in cut("agent-0") if m[0] == "page" and m[1] == "agent-1"]
+    assert len(pages) >= 3
+    for seq, (_, _, _, body) in enumerate(pages):
+        assembler.page([1000.0, "agent-0", 1], CONTEXT, seq, body)
+        now[0] += 25  # each page within the quiet time, the listing long past 60 s
+        assert assembler.arriving(CONTEXT, quiet=30, begun_by=1010.0)
+    assert now[0] - 1000.0 > 60
+    later = sl.Assembler(max_age=60, clock=lambda: now[0])
+    later.page([1020.0, "agent-0", 2], CONTEXT, 0, pages[0][3])
+    assert not later.arriving(CONTEXT, quiet=30, begun_by=1010.0)
+    assert later.arriving(CONTEXT, quiet=30, begun_by=1020.0)
+
+
 def test_a_listing_cut_on_a_passing_ring_does_not_push_out_the_one_on_the_members_ring():
     """Agents started together each list at first on the ring they saw then; a later
     listing on such a passing ring left the member with no slice of the ring it ended
