@@ -31,6 +31,7 @@ class Ownership:
         self.membership = membership or rp_membership.from_conf(conf)
         self.ring = self.ring_of({conf.host})
         self.joined = threading.Event()  # set once a member of the ring, for good
+        self.ring_changed = time.monotonic()  # when the ring last changed
         self._unowned_events = collections.OrderedDict()  # uuid -> when, another's node
         self._lock = threading.Lock()
 
@@ -79,8 +80,25 @@ class Ownership:
             if members and members != self.ring.members:
                 LOG.info("ring members now %s", sorted(members))
                 self.ring = self.ring_of(members)
+                self.ring_changed = time.monotonic()
                 on_change(self.take_over_recent_events())
             stopping.wait(self.conf.coordination.heartbeat)
+
+    def settle(self, quiet, limit, stopping):
+        """Return once the ring has held for ``quiet`` seconds, or after ``limit``.
+
+        Agents started together join one by one within a second or two; a first pass
+        on a ring seen on the way is wasted at a large fleet: the lister cut its
+        listing for members that were not the final ones, a member missing from that
+        ring listed by itself, and a member that was the lister of a passing ring
+        listed too (seen at 10^5 nodes: three listings of the same Ironic at once)."""
+        deadline = time.monotonic() + limit
+        while not stopping.is_set():
+            now = time.monotonic()
+            held = now - self.ring_changed
+            if held >= quiet or now >= deadline:
+                return
+            stopping.wait(min(quiet - held, deadline - now))
 
     def watch_fencing(self, stopping, pause, resync):
         """``pause(True)`` while fenced; ``pause(False)`` and ``resync()`` once renewed,
