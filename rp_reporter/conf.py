@@ -94,7 +94,8 @@ RECONCILE_OPTS = [
                       "slice before it lists by itself (at least twice the lister's last "
                       "listing time, so a large fleet's slow listing is waited for); also "
                       "how long it waits for the lister's listing after the ring "
-                      "changed."),
+                      "changed. While the lister's pages come at least this often, a "
+                      "member waits on, however long the listing takes."),
 ]
 
 NOTIFICATIONS_OPTS = [
