@@ -75,13 +75,17 @@ class Ownership:
         self.membership.start()
         while not stopping.is_set():
             members = self.membership.tick()
-            if members:
-                self.joined.set()
             if members and members != self.ring.members:
                 LOG.info("ring members now %s", sorted(members))
                 self.ring = self.ring_of(members)
                 self.ring_changed = time.monotonic()
                 on_change(self.take_over_recent_events())
+            if members and not self.joined.is_set():
+                # The first look counts as a change (``settle`` waits from it), and is
+                # taken before the agent's first pass may start: on the ring of
+                # {itself} an agent started beside others listed the whole fleet.
+                self.ring_changed = time.monotonic()
+                self.joined.set()
             stopping.wait(self.conf.coordination.heartbeat)
 
     def settle(self, quiet, limit, stopping):

@@ -50,6 +50,21 @@ def test_the_first_pass_waits_for_the_ring_to_hold(tmp_path):
     assert time.monotonic() - started < 2  # and no longer than it takes to hold
 
 
+def test_an_agent_that_first_sees_itself_alone_waits_for_the_others(tmp_path):
+    """Its ring of {itself} is no change, but a first pass on it lists the whole fleet
+    as its own (seen at 10^5 nodes beside three other agents started with it)."""
+    owner = ownership(tmp_path, {"a"}, {"a"}, {"a", "b"})
+    owner.ring_changed -= 100  # a long start (restoring its saved observations)
+    stopping = threading.Event()
+    thread = renewing(owner, stopping)
+    owner.joined.wait(1)
+    assert owner.ring.members == {"a"}
+    owner.settle(quiet=3 * HEARTBEAT, limit=5, stopping=stopping)
+    stopping.set()
+    thread.join(1)
+    assert owner.ring.members == {"a", "b"}
+
+
 def test_a_ring_that_keeps_changing_waits_no_longer_than_the_limit(tmp_path):
     rings = [{"a"} | {f"m{i}" for i in range(n)} for n in range(1000)]
     owner = ownership(tmp_path, *rings)
