@@ -95,7 +95,7 @@ class Ownership:
         on a ring seen on the way is wasted at a large fleet: the lister cut its
         listing for members that were not the final ones, a member missing from that
         ring listed by itself, and a member that was the lister of a passing ring
-        listed too (seen at 10^5 nodes: three listings of the same Ironic at once)."""
+        listed too (seen at 10^5 nodes: four listings of the same Ironic at once)."""
         deadline = time.monotonic() + limit
         while not stopping.is_set():
             now = time.monotonic()
