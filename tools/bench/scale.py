@@ -145,12 +145,14 @@ def run(args):
                                                          args.toggles)),
                         "load": common.load()}
                     print(f"fast path: {result['fast_path']}", flush=True)
-                rows = [{"agents": count, "agent": i, "role": roles[i], "passes": len(done),
-                         "writes": int(writes[i]), "load": load_now, "new_process_s": done[0],
-                         "warm_s": statistics.median(done[1:]),
-                         "peak_rss_mib": round(common.peak_rss(proc.pid) / MIB, 1),
-                         "peak_rss_mb": round(common.peak_rss(proc.pid) / MB, 1)}
-                        for i, (done, proc) in enumerate(zip(seen, agents.procs, strict=True))]
+                rows = []
+                for i, (done, proc) in enumerate(zip(seen, agents.procs, strict=True)):
+                    rss = common.peak_rss(proc.pid)  # one reading, in both units
+                    rows.append({"agents": count, "agent": i, "role": roles[i],
+                                 "passes": len(done), "writes": int(writes[i]), "load": load_now,
+                                 "new_process_s": done[0], "warm_s": statistics.median(done[1:]),
+                                 "peak_rss_mib": round(rss / MIB, 1),
+                                 "peak_rss_mb": round(rss / MB, 1)})
             finally:
                 agents.stop()
             for i in range(count):
