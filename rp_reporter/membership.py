@@ -35,6 +35,9 @@ class Alone:
 
     lapses = 0  # never fenced
     down = None  # no backend to fail
+    # Members never come or go while it runs: the ring seen first is the ring for good,
+    # so nothing is worth waiting for before the first pass.
+    changes_at_run_time = False
 
     def __init__(self, member_id):
         self.member_id = member_id
@@ -81,6 +84,8 @@ def with_timeout(url, lease):
 
 class Group:
     """Membership in a tooz group with heartbeats, a lease and fencing."""
+
+    changes_at_run_time = True  # agents join one by one, and leave
 
     def __init__(self, backend_url, group, member_id, heartbeat=1.0, lease=10.0,
                  capabilities=b""):

@@ -382,7 +382,7 @@ class Agent:
         # lease is joined later (the agent writes nothing until then).
         self.ownership.joined.wait(self.conf.coordination.lease)
         # The first pass on the ring the agents started together end up with, not on
-        # one seen while they joined (a few heartbeats; a lone agent waits as long).
+        # one seen while they joined (a few heartbeats in a group; a fixed ring: none).
         self.ownership.settle(SETTLE_HEARTBEATS * self.conf.coordination.heartbeat,
                               self.conf.coordination.lease, self.stopping)
         self.threads.start("fencing", lambda: self.ownership.watch_fencing(

@@ -96,6 +96,8 @@ class Ownership:
         listing for members that were not the final ones, a member missing from that
         ring listed by itself, and a member that was the lister of a passing ring
         listed too (seen at 10^5 nodes: four listings of the same Ironic at once)."""
+        if not self.membership.changes_at_run_time:
+            return  # a fixed ring: the first look is the final one
         deadline = time.monotonic() + limit
         while not stopping.is_set():
             now = time.monotonic()

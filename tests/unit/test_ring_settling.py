@@ -4,6 +4,7 @@ import threading
 import time
 
 from rp_reporter import conf as rp_conf
+from rp_reporter import membership as rp_membership
 from rp_reporter.agent import ownership as rp_ownership
 
 HEARTBEAT = 0.1  # the least [coordination] heartbeat allows
@@ -12,6 +13,7 @@ HEARTBEAT = 0.1  # the least [coordination] heartbeat allows
 class Joining:
     """A membership whose ticks show the agents joining one by one, then holding."""
     fenced = False
+    changes_at_run_time = True
 
     def __init__(self, *rings):
         self.rings = list(rings)
@@ -77,3 +79,22 @@ def test_a_ring_that_keeps_changing_waits_no_longer_than_the_limit(tmp_path):
     stopping.set()
     thread.join(1)
     assert 0.3 <= waited < 0.3 + 5 * HEARTBEAT
+
+
+def test_a_fixed_ring_starts_at_once(tmp_path):
+    """Alone or with static peers the ring never changes: nothing to wait for (the
+    wait would cost every such start three heartbeats)."""
+    for fixed in (rp_membership.Alone("a"), rp_membership.StaticPeers("a", ["b", "c"])):
+        path = tmp_path / "rp.conf"
+        path.write_text("[DEFAULT]\nhost = a\n[coordination]\nheartbeat = 1\n")
+        owner = rp_ownership.Ownership(rp_conf.load(["--config-file", str(path)]), fixed)
+        stopping = threading.Event()
+        thread = renewing(owner, stopping)
+        owner.joined.wait(1)
+        started = time.monotonic()
+        owner.settle(quiet=3, limit=10, stopping=stopping)
+        waited = time.monotonic() - started
+        stopping.set()
+        thread.join(2)
+        assert owner.ring.members == fixed.members()
+        assert waited < 0.5, (type(fixed).__name__, waited)
