@@ -7,6 +7,9 @@ message carries a per-call request id, so no two are alike.  What is
 remembered is bounded by the problems the last pass still saw: ``end_pass``
 forgets every problem that pass did not note again, so a problem that clears
 and comes back is logged again, and a fleet's log stays one line per problem.
+A node the pass leaves to another sync (the agent's queue has it in hand) is not
+judged by the pass, so ``keep`` carries its problems over: only a sync that looked
+at the node may clear them.
 """
 
 import logging
@@ -39,6 +42,14 @@ class ProblemLog:
                 del self._noted[key]
         for message in messages:
             self.note(uuid, message)
+
+    def keep(self, uuid):
+        """This pass leaves ``uuid`` to another sync: its problems stand as noted (a
+        pass that forgot them would have the other sync log them again)."""
+        with self._lock:
+            for key in self._noted:
+                if key[0] == uuid:
+                    self._noted[key] = self._pass
 
     def start_pass(self):
         with self._lock:

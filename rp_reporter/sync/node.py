@@ -165,7 +165,10 @@ class NodeSync:
                     continue
                 if not owns(node.uuid):
                     continue
-                if (self.node_traits is not None and not self.busy(node.uuid)
+                if self.node_traits is not None and self.busy(node.uuid):
+                    # The queue's fresher read judges its derived traits, not this pass.
+                    self.problems.keep(node.uuid)
+                elif (self.node_traits is not None
                         and self.plan_traits(record) is not None
                         and not (probe_only and writes)):
                     if dry_run:

@@ -283,3 +283,27 @@ def test_odd_capabilities_are_one_line_per_node(caplog):
             desired_by_uuid(nodes, [record(UUIDS[0], cap="ODD")])
     assert [r.getMessage() for r in caplog.records] == [
         f"node {UUIDS[0]}: derived traits: skipped odd; odd; odd"]
+
+
+def test_a_pass_that_leaves_a_node_to_the_queue_keeps_its_refusal_logged_once(caplog):
+    """Ironic refuses the node's derived trait (a 400) on every try.  A pass that finds
+    the node in the queue's hands does not judge it, so it must not forget the refusal:
+    the queue's own try right after would log it a second time (seen in the functional
+    test at a 1 s interval)."""
+    nodes = node_sync.NodeSync(None, None)
+    nodes.node_traits = FakeNodeTraits(fail={UUIDS[0]}, kind=errors.FAILED)
+    listed = record(UUIDS[0], cap="UEFI")
+    with caplog.at_level(logging.WARNING, logger=node_sync.__name__):
+        nodes.problems.start_pass()
+        desired_from(nodes, [listed])  # refused, logged
+        nodes.problems.end_pass()
+        nodes.busy = {UUIDS[0]}.__contains__
+        nodes.problems.start_pass()
+        desired_from(nodes, [listed])  # the queue has it: not judged here
+        nodes.problems.end_pass()
+        node = node_sync.model.node_from_api(listed)
+        with pytest.raises(errors.ServiceError):  # the queue's try: refused again
+            nodes.with_derived_traits(listed, node)
+    refusals = [r.getMessage() for r in caplog.records if "not written" in r.getMessage()]
+    assert len(refusals) == 1, refusals
+    assert nodes.node_traits.attempts == [UUIDS[0], UUIDS[0]]

@@ -57,3 +57,16 @@ def test_only_sets_a_nodes_problems_for_callers_without_passes(caplog):
                                 "node n1: offers nothing: no class"]
     problems.only("n1", [])
     assert len(problems) == 0
+
+
+def test_a_node_left_to_another_sync_keeps_its_problems(caplog):
+    problems = ProblemLog(LOG)
+    problems.start_pass()
+    problems.note("n1", "refused (req-1)", kind="refused")
+    problems.end_pass()
+    problems.start_pass()
+    problems.keep("n1")  # this pass does not judge n1
+    problems.end_pass()
+    assert len(problems) == 1
+    problems.note("n1", "refused (req-2)", kind="refused")  # the other sync's try
+    assert warnings(caplog) == ["node n1: refused (req-1)"]
