@@ -36,7 +36,7 @@ def services(cloud):
             for name in ("M1", "M2")]
     for topology in pair:
         cloud.topologies[topology.name] = topology  # the cloud stops their agents
-        cloud.stack.wait_compute_mapped(topology.host)
+    cloud.stack.wait_compute_mapped(*(topology.host for topology in pair))
     return pair
 
 

@@ -252,9 +252,10 @@ class LocalStack:
         ``driver`` "stock" or "rp_reporter", its own ``[ironic] shard``; returns its log."""
         return nova.start_compute(self, host, driver, shard, **sections)
 
-    def wait_compute_mapped(self, host, timeout=180):
-        """Until nova-compute ``host`` has reported its nodes and is mapped to its cell."""
-        nova.wait_mapped(self, host, timeout)
+    def wait_compute_mapped(self, *hosts, timeout=180):
+        """Until each nova-compute of ``hosts`` has reported its nodes and is mapped to
+        its cell."""
+        nova.wait_mapped(self, hosts, timeout)
 
     def service_dir(self, name):
         """The service's own directory in the work directory (made if missing)."""
