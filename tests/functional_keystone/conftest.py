@@ -2,8 +2,13 @@
 with the same fixtures as tests/functional: those are imported from there, only
 ``stack`` differs (never skipped: a service that cannot start is an error)."""
 
+import dataclasses
+import signal
+import time
+
 import pytest
 
+from tests.functional import agents as agent_helpers
 from tests.functional.conftest import agents  # noqa: F401
 from tests.functional.conftest import cli  # noqa: F401
 from tests.functional.conftest import conf_file  # noqa: F401
@@ -14,9 +19,40 @@ from tests.functional.conftest import reporter_conf  # noqa: F401
 from tests.functional.conftest import running_stack
 from tests.functional.conftest import shard  # noqa: F401
 from tests.functional.conftest import write_conf  # noqa: F401
+from tools import fleet
 from tools import localstack
 
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory):
     yield from running_stack(tmp_path_factory, **localstack.PRODUCTION)
+
+
+@dataclasses.dataclass
+class EarlyAgent:
+    agent: agent_helpers.AgentProcess
+    ironic: fleet.Ironic
+    nodes: list
+    started: float  # time.monotonic() before it obtained its first tokens
+
+
+@pytest.fixture(scope="session", autouse=True)
+def early_agent(stack, tmp_path_factory):
+    """An agent started with the session, in a shard of its own, for test_tokens.py
+    (run last): by then the suite has outlived its first tokens, so the test waits out
+    only what is left of their lifetime, not the whole of it (180 s on its own)."""
+    its_ironic = fleet.Ironic(stack.ironic_url, "early-agent",
+                              auth=stack.admin_auth("baremetal"))
+    nodes = its_ironic.create_many(3)
+    started = time.monotonic()
+    # A group of its own: in the tests' group it would take a share of their nodes.
+    agent = agent_helpers.AgentProcess(stack, "early-agent", tmp_path_factory.mktemp("early"),
+                                       "agent-early",
+                                       coordination={"group": "rp-early-agent"}).start()
+    yield EarlyAgent(agent, its_ironic, nodes, started)
+    agent.stop(signal.SIGKILL)
+
+
+def pytest_collection_modifyitems(items):
+    """test_tokens.py last: its agent started with the session (``early_agent``)."""
+    items.sort(key=lambda item: item.module.__name__.endswith("test_tokens"))
