@@ -321,7 +321,26 @@ class IronicDriver(ironic_driver.IronicDriver):
     # Provider content ----------------------------------------------------
 
     def update_provider_tree(self, provider_tree, nodename, allocations=None):
-        node = self._node_from_cache(nodename)
+        current = provider_tree.data(nodename)
+        inventory, traits = self._provider_content(nodename, self._node_from_cache(nodename),
+                                                   current)
+        if current.inventory and (provider_tree.has_inventory_changed(nodename, inventory)
+                                  or provider_tree.have_traits_changed(nodename, traits)):
+            # nova's node cache is filled once at the start of its periodic, seconds
+            # before the last of many nodes comes here: a node freed meanwhile (cleaning
+            # ended) would be written back reserved, over the agents' fresher write, and
+            # the report client's retry after the 409 writes the same stale content again
+            # (seen: two freed nodes reserved again 1-2 s after the agents offered them,
+            # and the builds sent there found no host).  So a provider Placement already
+            # holds is changed only from a fresh read of its node; with nothing changed
+            # no read is made, and a new provider has nothing fresher to overwrite.
+            inventory, traits = self._provider_content(
+                nodename, self._node_read_again(nodename), current)
+        provider_tree.update_inventory(nodename, inventory)
+        provider_tree.update_traits(nodename, traits)
+
+    def _provider_content(self, nodename, node, current):
+        """(inventory, traits) the model gives ``node`` over the provider's ``current``."""
         unavailable = self._node_resources_unavailable(node)
         used = self._node_resources_used(node)
         info = self._node_resource(node)
@@ -332,7 +351,16 @@ class IronicDriver(ironic_driver.IronicDriver):
         # inventory schedulable; the model drops it (kept reserved while allocated).
         self._problems.only(str(nodename), [m for m in (
             desired.refusal, desired.problem and f"offers nothing: {desired.problem}") if m])
-        current = provider_tree.data(nodename)
-        inventory, traits = provider_content(desired, current.inventory, current.traits, used)
-        provider_tree.update_inventory(nodename, inventory)
-        provider_tree.update_traits(nodename, traits)
+        return provider_content(desired, current.inventory, current.traits, used)
+
+    def _node_read_again(self, nodename):
+        """The node as Ironic has it now, kept in nova's cache; the cached one if Ironic
+        does not answer (nova's own behaviour: the periodic goes on from its cache)."""
+        try:
+            node = self._get_node(nodename)
+        except Exception as e:  # noqa: BLE001 - any SDK or connection error
+            LOG.warning("node %s: not read again before its provider update (%s); "
+                        "using nova's cache", nodename, e)
+            return self._node_from_cache(nodename)
+        self.node_cache[nodename] = node
+        return node

@@ -374,6 +374,29 @@ def test_update_provider_tree_matches_the_agents_model(real_ironic, ironic, monk
         assert set(data.traits) == desired.traits, node
 
 
+def test_a_node_changed_since_nova_cached_it_is_not_written_back(real_ironic, ironic,
+                                                                 monkeypatch):
+    """nova fills its node cache at the start of its periodic; a node that changed
+    since (here: out of maintenance; in the nova-cloud race: freed by cleaning) must not
+    be written back as cached over the agents' fresher content (seen: two freed nodes
+    reserved again, the builds sent there found no host)."""
+    Fleet(monkeypatch, HOSTS[:1])
+    node = ironic.create(maintenance=True)
+    driver = Fleet.driver("ours")
+    assert node in Fleet.owned(driver, HOSTS[0], ironic={"shard": ironic.shard})
+    tree = nova_provider_tree.ProviderTree()
+    tree.new_root(node, node)
+    driver.update_provider_tree(tree, node)  # a new provider, from the cache
+    cached = dict(tree.data(node).inventory)
+    assert [inv["reserved"] for inv in cached.values()] == [1]
+    ironic.set_maintenance(node, False)  # after nova's cache was filled
+    agents = {rc: dict(inv, reserved=0) for rc, inv in cached.items()}
+    tree.update_inventory(node, agents)  # what the agents wrote, as Placement holds it
+    driver.update_provider_tree(tree, node)
+    assert dict(tree.data(node).inventory) == agents  # not the cached reserved=1
+    assert driver.node_cache[node].is_maintenance is False  # the cache took the read
+
+
 def test_traits_follow_the_node_and_a_class_change_keeps_the_old_class(real_ironic, ironic,
                                                                        monkeypatch):
     fleet_ = Fleet(monkeypatch, HOSTS[:1])
