@@ -108,11 +108,14 @@ def test_agents_on_one_topic_each_get_every_message(agents, ironic, placement, s
 
 
 def test_burst_of_changes_settles_right(agents, ironic, placement):
-    nodes = ironic.create_many(250, state="enroll")
+    # 100 nodes, four changes each as fast as Ironic takes them: each node's last one
+    # must win whatever order the syncs ran in.  (250 nodes took 204 s of the suite; the
+    # bench's burst is 1,000 changes.)
+    nodes = ironic.create_many(100, state="enroll")
     agent = agents()
     wait_for(lambda: agent.metric("rp_reporter_queue_depth") == 0
-             and all(placement.provider(n) for n in nodes[::25]), 60, "initial sync")
-    # 1,000 changes: four trait sets per node, as fast as Ironic takes them.
+             and all(placement.provider(n) for n in nodes[::10]), 60, "initial sync")
+    # Four trait sets per node, as fast as Ironic takes them.
     with concurrent.futures.ThreadPoolExecutor(4) as pool:
         for round_ in ("CUSTOM_R1", "CUSTOM_R2", "CUSTOM_R3", "CUSTOM_FINAL"):
             list(pool.map(lambda n, t=round_: ironic.set_traits(n, [t]), nodes))
