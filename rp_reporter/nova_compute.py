@@ -322,8 +322,8 @@ class IronicDriver(ironic_driver.IronicDriver):
 
     def update_provider_tree(self, provider_tree, nodename, allocations=None):
         current = provider_tree.data(nodename)
-        inventory, traits = self._provider_content(nodename, self._node_from_cache(nodename),
-                                                   current)
+        inventory, traits, problems = self._provider_content(
+            nodename, self._node_from_cache(nodename), current)
         if current.inventory and (provider_tree.has_inventory_changed(nodename, inventory)
                                   or provider_tree.have_traits_changed(nodename, traits)):
             # nova's node cache is filled once at the start of its periodic, seconds
@@ -334,13 +334,17 @@ class IronicDriver(ironic_driver.IronicDriver):
             # and the builds sent there found no host).  So a provider Placement already
             # holds is changed only from a fresh read of its node; with nothing changed
             # no read is made, and a new provider has nothing fresher to overwrite.
-            inventory, traits = self._provider_content(
+            inventory, traits, problems = self._provider_content(
                 nodename, self._node_read_again(nodename), current)
+        # The node's problems as of the read its provider is written from, not the
+        # stale cache's as well (that would log a problem the fresh read has not).
+        self._problems.only(str(nodename), problems)
         provider_tree.update_inventory(nodename, inventory)
         provider_tree.update_traits(nodename, traits)
 
     def _provider_content(self, nodename, node, current):
-        """(inventory, traits) the model gives ``node`` over the provider's ``current``."""
+        """(inventory, traits, problems) the model gives ``node`` over the provider's
+        ``current``; the problems are the lines to log for the node (pure: none logged)."""
         unavailable = self._node_resources_unavailable(node)
         used = self._node_resources_used(node)
         info = self._node_resource(node)
@@ -349,9 +353,9 @@ class IronicDriver(ironic_driver.IronicDriver):
             skip_reserve_in_use=CONF.workarounds.skip_reserve_in_use_ironic_nodes)
         # nova raises NoResourceClass for a node without a class and leaves the old
         # inventory schedulable; the model drops it (kept reserved while allocated).
-        self._problems.only(str(nodename), [m for m in (
-            desired.refusal, desired.problem and f"offers nothing: {desired.problem}") if m])
-        return provider_content(desired, current.inventory, current.traits, used)
+        problems = [m for m in (desired.refusal,
+                                desired.problem and f"offers nothing: {desired.problem}") if m]
+        return (*provider_content(desired, current.inventory, current.traits, used), problems)
 
     def _node_read_again(self, nodename):
         """The node as Ironic has it now, kept in nova's cache; the cached one if Ironic

@@ -65,10 +65,16 @@ class AgentProcess:
         return self.log_path.read_text()
 
     def stop(self, sig=signal.SIGTERM):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            return self.proc.wait(15)
-        return self.proc.returncode if self.proc else None
+        return stop_all([self], sig)[0]
+
+
+def stop_all(agents, sig=signal.SIGTERM):
+    """Signal every running agent at once, then wait for each (an agent can take seconds
+    to leave its group, so one after another adds up); their exit codes."""
+    for agent in agents:
+        if agent.proc and agent.proc.poll() is None:
+            agent.proc.send_signal(sig)
+    return [agent.proc.wait(15) if agent.proc else None for agent in agents]
 
 
 def agents_fixture(stack, shard, tmp_path):

@@ -18,12 +18,12 @@ import importlib.metadata
 import json
 import os
 import pathlib
-import signal
 import subprocess
 
 import pytest
 
 from tests.functional.agents import AgentProcess
+from tests.functional.agents import stop_all
 from tests.functional.agents import wait_for
 from tests.nova_cloud import churn
 from tools import fleet
@@ -165,14 +165,9 @@ def cloud(tmp_path_factory):
         RESULTS.write_text(json.dumps(cloud.results, indent=2, sort_keys=True) + "\n")
         print(f"\n{RESULTS}:\n{RESULTS.read_text()}")
     finally:
-        # All told to stop at once, then waited for: each takes 2-10 s to leave its
-        # group and close its listener, one after another about 38 s.
-        running = [agent for topology in topologies.values() for agent in topology.agents
-                   if agent.proc and agent.proc.poll() is None]
-        for agent in running:
-            agent.proc.send_signal(signal.SIGTERM)
-        for agent in running:
-            agent.proc.wait(15)
+        # All at once: each takes 2-10 s to stop, one after another about 38 s.
+        stop_all([agent for topology in topologies.values()
+                  for agent in topology.agents])
         stack.stop()
 
 

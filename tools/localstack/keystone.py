@@ -25,10 +25,6 @@ TOKEN_EXPIRATION = 180
 # with Keystone (seen: 1.1-2.4 s, eight at once); freed-node reuse p50 2.5 s in A and
 # 2.8 s in C where it is 0.2-0.3 s without.
 CLOUD_TOKEN_EXPIRATION = 3600
-
-
-def token_expiration(stack):
-    return CLOUD_TOKEN_EXPIRATION if stack.nova == "cloud" else TOKEN_EXPIRATION
 ADMIN_PASSWORD = "rp-admin-secret"
 # The identities tests use (domain Default): name -> (scope, role).  "system"
 # means system_scope=all; otherwise the project, "service".
@@ -58,6 +54,12 @@ key_repository = {dir}/fernet-keys
 [credential]
 key_repository = {dir}/credential-keys
 """
+
+
+def token_expiration(stack):
+    """The token lifetime Keystone issues in this stack's shape."""
+    return CLOUD_TOKEN_EXPIRATION if stack.nova == "cloud" else TOKEN_EXPIRATION
+
 
 def venv_ready():
     return os.path.exists(process.venv_bin("keystone-manage"))
