@@ -4,7 +4,9 @@ They play the operator, nova and foreign writers; the code under test never
 uses them.
 """
 
+import collections
 import concurrent.futures
+import contextlib
 import datetime
 import threading
 import time
@@ -17,10 +19,21 @@ from requests.adapters import HTTPAdapter
 from urllib3.util.retry import Retry
 
 IRONIC_VERSION = {"X-OpenStack-Ironic-API-Version": "1.95"}
-# Ironic's own API server (cheroot) resets kept-alive connections under the bench's
-# threaded loader ("Connection reset by peer" on a POST, which is not retried); with a
-# connection per request it does not (and a loopback connect costs next to nothing).
+# A connection per request: Ironic's API server closes a kept-alive connection after
+# 10 s idle, and a reuse racing that close fails (a loopback connect costs next to nothing).
 IRONIC_HEADERS = {**IRONIC_VERSION, "Connection": "close"}
+# Ironic 39 serves its API with cheroot's defaults, which ironic.conf cannot change: 10
+# worker threads and a listen backlog of 5.  More connections arriving at once than it
+# accepts overflow the kernel's accept queue (TcpExtListenOverflows), and some of them
+# are reset ("Connection reset by peer"): 5 of 96 node creations at 24 at once, 17 at 48,
+# none at 8 or fewer.  Ironic is the bottleneck either way (96 creations took 5.7 s at
+# 4 at once and 5.1 s at 24), so every helper of a process shares these few slots,
+# whichever test, topology or thread it serves.
+IRONIC_SLOTS = threading.BoundedSemaphore(4)
+# Every request these helpers repeated after a dropped connection, by kind ("GET" for
+# urllib3's retries of reads, "<METHOD> repeated" or "<METHOD> had landed" for writes):
+# a run that expects a quiet stack reads it, and a test asserts on it.
+REPEATS = collections.Counter()
 PLACEMENT = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
 
 
@@ -89,26 +102,56 @@ class KeystoneToken(requests.auth.AuthBase):
         return again
 
 
+class CountedRetry(Retry):
+    """urllib3's retry of a read, counted in REPEATS."""
+
+    def increment(self, method=None, *args, **kwargs):
+        REPEATS[method or "GET"] += 1
+        return super().increment(method, *args, **kwargs)
+
+
 def session(headers, auth=None):
     """A requests session for the local stack.  A GET is tried again when the server
     closed a kept-alive connection just as it was reused (gunicorn drops idle ones after
     2 s; a reuse racing that close failed a CI run with RemoteDisconnected); writes
-    are not, since they may have landed.  ``auth``: a KeystoneToken on the keystone
-    profile (it replaces the noauth X-Auth-Token), None on noauth."""
+    are not here, since they may have landed (``call`` decides that).  ``auth``: a
+    KeystoneToken on the keystone profile (it replaces the noauth X-Auth-Token), None
+    on noauth."""
     http = requests.Session()
     http.headers.update(headers)
     http.auth = auth
-    retry = Retry(total=3, connect=3, read=3, status=0, backoff_factor=0.1,
-                  allowed_methods={"GET"}, raise_on_status=False)
+    retry = CountedRetry(total=3, connect=3, read=3, status=0, backoff_factor=0.1,
+                         allowed_methods={"GET"}, raise_on_status=False)
     http.mount("http://", HTTPAdapter(max_retries=retry))
     return http
 
 
-def call(http, method, url, expect, **kw):
+def repeatable():
+    """The ``landed`` of a write that is the same state however often it is sent (a
+    PUT of a whole value): it is always sent again."""
+    return False
+
+
+def call(http, method, url, expect, landed=None, slots=None, **kw):
     """One request; a sqlite "database is locked" 500 (concurrent writers on the
-    local stack's sqlite) is tried again a few times."""
+    local stack's sqlite) is tried again a few times.
+
+    A write whose connection broke before any answer may or may not have landed: it is
+    sent once more only when ``landed()`` (a fresh read of what it writes) says it did
+    not; without ``landed`` the error is raised.  Every repeat is counted in REPEATS.
+    ``slots``: a semaphore the request holds while it is in flight."""
     for attempt in range(25):
-        resp = http.request(method, url, timeout=30, **kw)
+        try:
+            with slots or contextlib.nullcontext():
+                resp = http.request(method, url, timeout=30, **kw)
+        except requests.ConnectionError:
+            if method == "GET" or landed is None or attempt:
+                raise
+            if landed():
+                REPEATS[f"{method} had landed"] += 1
+                return None
+            REPEATS[f"{method} repeated"] += 1
+            continue
         if resp.status_code in expect or "database is locked" not in resp.text:
             break
         time.sleep(min(0.05 * (attempt + 1), 0.5))
@@ -117,16 +160,25 @@ def call(http, method, url, expect, **kw):
 
 
 class Ironic:
+    """Each write names how a fresh read shows that it landed (``call``), so one that
+    met a dropped connection is sent again only when it did not."""
+
     def __init__(self, url, shard, auth=None):
         self.url, self.shard = url, shard
         self.http = session(IRONIC_HEADERS, auth)
         self.deleted = []  # nodes deleted through this helper
 
-    def _call(self, method, path, expect=(200, 201, 202, 204), **kw):
-        return call(self.http, method, self.url + path, expect, **kw)
+    def _call(self, method, path, expect=(200, 201, 202, 204), landed=None, **kw):
+        return call(self.http, method, self.url + path, expect, landed=landed,
+                    slots=IRONIC_SLOTS, **kw)
 
     def get(self, node):
         return self._call("GET", f"/v1/nodes/{node}")
+
+    def find(self, node):
+        """The node, or None when Ironic has no such node."""
+        found = self._call("GET", f"/v1/nodes/{node}", expect=(200, 404))
+        return None if found is None or "error_message" in found else found
 
     def wait_state(self, node, state, timeout=30):
         deadline = time.monotonic() + timeout
@@ -138,27 +190,23 @@ class Ironic:
         raise AssertionError(f"{node} stuck in {n['provision_state']}: {n['last_error']}")
 
     def provision(self, node, target, state):
-        try:
-            self._call("PUT", f"/v1/nodes/{node}/states/provision", json={"target": target})
-        except requests.ConnectionError:
-            # Ironic's API server resets a connection now and then under a whole cloud's
-            # load (a nova-cloud CI run lost a setup to one): the request may have landed,
-            # so it is sent again only if the node shows no sign of it.
+        def landed():  # reached, or on its way
             found = self.get(node)
-            if found["provision_state"] != state and not found["target_provision_state"]:
-                self._call("PUT", f"/v1/nodes/{node}/states/provision",
-                           json={"target": target})
+            return found["provision_state"] == state or bool(found["target_provision_state"])
+        self._call("PUT", f"/v1/nodes/{node}/states/provision", json={"target": target},
+                   landed=landed)
         return self.wait_state(node, state)
 
     def create(self, resource_class="baremetal-gold", state="available", traits=(),
                maintenance=False, instance=False, power="power on"):
         """A node in the given state (enroll, manageable, available, active)."""
-        body = {"driver": "fake-hardware", "shard": self.shard}
+        node = str(uuid.uuid4())  # ours, so a repeat can look for it
+        body = {"uuid": node, "driver": "fake-hardware", "shard": self.shard}
         if resource_class is not None:
             body["resource_class"] = resource_class
-        node = self._call("POST", "/v1/nodes", json=body)["uuid"]
+        self._call("POST", "/v1/nodes", json=body, landed=lambda: self.find(node) is not None)
         if traits:
-            self._call("PUT", f"/v1/nodes/{node}/traits", json={"traits": list(traits)})
+            self.set_traits(node, traits)
         if state != "enroll":
             self.provision(node, "manage", "manageable")
         if state in ("available", "active"):
@@ -178,7 +226,11 @@ class Ironic:
             return list(pool.map(lambda _: self.create(**kw), range(count)))
 
     def set_power(self, node, target):
-        self._call("PUT", f"/v1/nodes/{node}/states/power", json={"target": target})
+        def landed():
+            found = self.get(node)
+            return found["power_state"] == target or bool(found["target_power_state"])
+        self._call("PUT", f"/v1/nodes/{node}/states/power", json={"target": target},
+                   landed=landed)
         deadline = time.monotonic() + 10
         while self.get(node)["power_state"] != target and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -186,19 +238,25 @@ class Ironic:
     def patch(self, node, **fields):
         ops = [{"op": "add" if v is not None else "remove", "path": f"/{k}",
                 **({"value": v} if v is not None else {})} for k, v in fields.items()]
-        return self._call("PATCH", f"/v1/nodes/{node}", json=ops)
+        def landed():
+            found = self.get(node)
+            return all(found.get(k) == v for k, v in fields.items())
+        return self._call("PATCH", f"/v1/nodes/{node}", json=ops, landed=landed)
 
     def set_maintenance(self, node, on):
         if on:
-            self._call("PUT", f"/v1/nodes/{node}/maintenance", json={"reason": "test"})
+            self._call("PUT", f"/v1/nodes/{node}/maintenance", json={"reason": "test"},
+                       landed=repeatable)
         else:
-            self._call("DELETE", f"/v1/nodes/{node}/maintenance")
+            self._call("DELETE", f"/v1/nodes/{node}/maintenance",
+                       landed=lambda: not self.get(node)["maintenance"])
 
     def set_traits(self, node, traits):
-        self._call("PUT", f"/v1/nodes/{node}/traits", json={"traits": list(traits)})
+        self._call("PUT", f"/v1/nodes/{node}/traits", json={"traits": list(traits)},
+                   landed=repeatable)
 
     def delete(self, node):
-        self._call("DELETE", f"/v1/nodes/{node}")
+        self._call("DELETE", f"/v1/nodes/{node}", landed=lambda: self.find(node) is None)
         self.deleted.append(node)  # its provider is the test's to clean up (remove_providers)
 
 

@@ -12,7 +12,9 @@ its servers land only on its own nodes.  The figures the tests measure are writt
 to bench-results/nova-cloud.json at the end of the session.
 """
 
+import collections
 import concurrent.futures
+import contextlib
 import dataclasses
 import importlib.metadata
 import json
@@ -134,16 +136,20 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: item.module.__name__.endswith("test_churn"))
 
 
-@pytest.fixture(scope="session")
-def cloud(tmp_path_factory):
-    stack = localstack.LocalStack(str(tmp_path_factory.mktemp("cloud")),
-                                  **localstack.PROFILES["nova-cloud"])
+@contextlib.contextmanager
+def whole_cloud(workdir):
+    """The stack, nova's API, and every topology started; all stopped on the way out.
+    ``cloud.results["setup_repeats"]``: the test clients' requests repeated after a
+    dropped connection while it started (none on a stack that serves its load)."""
+    stack = localstack.LocalStack(str(workdir / "cloud"), **localstack.PROFILES["nova-cloud"])
     topologies = {}
+    repeats_before = collections.Counter(fleet.REPEATS)
     try:
         stack.start()
         nova = nova_api.Nova(stack)
         placement = fleet.Placement(stack.placement_url, auth=stack.admin_auth("placement"))
-        agent_dir = tmp_path_factory.mktemp("agents")
+        agent_dir = workdir / "agents"
+        agent_dir.mkdir(parents=True, exist_ok=True)
         # Side by side: each topology's start is mostly waiting (its agents' health, its
         # nova-compute's start), one after another they took about 85 s.
         with concurrent.futures.ThreadPoolExecutor(3) as pool:
@@ -156,19 +162,26 @@ def cloud(tmp_path_factory):
         for future in started.values():
             future.result()  # the first failure, once every start has ended
         stack.wait_compute_mapped(*(topology.host for topology in topologies.values()))
-        cloud = Cloud(stack, nova, placement, topologies, {"versions": versions(stack)},
-                      agent_dir)
+        repeats = dict(fleet.REPEATS - repeats_before)
+        cloud = Cloud(stack, nova, placement, topologies,
+                      {"versions": versions(stack), "setup_repeats": repeats}, agent_dir)
+        yield cloud
+    finally:
+        # All at once: each takes 2-10 s to stop, one after another about 38 s.
+        stop_all([agent for topology in topologies.values()
+                  for agent in topology.agents])
+        stack.stop()
+
+
+@pytest.fixture(scope="session")
+def cloud(tmp_path_factory):
+    with whole_cloud(tmp_path_factory.mktemp("nova-cloud")) as cloud:
         cloud.churn_timer = churn.start_after_warm_up(cloud, ("A-churn", "C-churn"))
         yield cloud
         # What the tests measured, whether they passed or not.
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
         RESULTS.write_text(json.dumps(cloud.results, indent=2, sort_keys=True) + "\n")
         print(f"\n{RESULTS}:\n{RESULTS.read_text()}")
-    finally:
-        # All at once: each takes 2-10 s to stop, one after another about 38 s.
-        stop_all([agent for topology in topologies.values()
-                  for agent in topology.agents])
-        stack.stop()
 
 
 def versions(stack):

@@ -21,3 +21,33 @@ def test_a_write_is_not_tried_again():
     with pytest.raises(requests.ConnectionError):
         fleet.session({}).put(url, timeout=5)
     assert seen == [b"PUT"]
+
+
+def test_a_dropped_write_that_did_not_land_is_sent_once_more_and_counted():
+    url, seen = serve([DROP, (b"{}", 2)])
+    before = fleet.REPEATS["POST repeated"]
+    assert fleet.call(fleet.session({}), "POST", url, (200,), landed=lambda: False) == {}
+    assert seen == [b"POST", b"POST"]
+    assert fleet.REPEATS["POST repeated"] == before + 1
+
+
+def test_a_dropped_write_that_landed_is_not_sent_again():
+    url, seen = serve([DROP, (b"{}", 2)])
+    before = fleet.REPEATS["POST had landed"]
+    fleet.call(fleet.session({}), "POST", url, (200,), landed=lambda: True)
+    assert seen == [b"POST"]
+    assert fleet.REPEATS["POST had landed"] == before + 1
+
+
+def test_a_dropped_write_with_no_way_to_tell_is_not_sent_again():
+    url, seen = serve([DROP, (b"{}", 2)])
+    with pytest.raises(requests.ConnectionError):
+        fleet.call(fleet.session({}), "POST", url, (200,))
+    assert seen == [b"POST"]
+
+
+def test_a_read_retried_after_a_drop_is_counted():
+    url, _ = serve([DROP, (b"{}", 2)])
+    before = fleet.REPEATS["GET"]
+    fleet.session({}).get(url, timeout=5)
+    assert fleet.REPEATS["GET"] == before + 1
