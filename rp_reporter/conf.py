@@ -87,15 +87,27 @@ RECONCILE_OPTS = [
                      "lister) lists both and casts every other member its slice over "
                      "[notifications] transport_url (topic rp_reporter_listing.<group>); "
                      "each member runs its pass on its slice. A member with no whole, "
-                     "fresh slice on its own ring lists by itself. Needs transport_url and "
-                     "a ring of more than one member; otherwise every agent lists."),
+                     "fresh slice on its own ring lists by itself. Needs transport_url, "
+                     "shared_listing_keys and a ring of more than one member; otherwise "
+                     "every agent lists."),
+    cfg.ListOpt("shared_listing_keys", default=[], secret=True,
+                help="Secrets the shared listing's messages are signed with (HMAC-SHA256), "
+                     "the same on every agent of the group: the first signs, any verifies, "
+                     "so a key is rotated by adding the new one second everywhere, then "
+                     "moving it first, then dropping the old one. A member keeps only "
+                     "messages signed with one of them and sent by its ring's lister. "
+                     "Empty: no listing is shared (every agent lists by itself)."),
     cfg.FloatOpt("shared_listing_wait", default=30.0, min=0,
                  help="Seconds past its own interval a member waits for the lister's "
                       "slice before it lists by itself (at least twice the lister's last "
                       "listing time, so a large fleet's slow listing is waited for); also "
                       "how long it waits for the lister's listing after the ring "
                       "changed. While the lister's pages come at least this often, a "
-                      "member waits on, however long the listing takes."),
+                      "member waits on, up to shared_listing_wait_max."),
+    cfg.FloatOpt("shared_listing_wait_max", min=0,
+                 help="Longest a member waits past its interval for the lister's slice, "
+                      "whatever the lister's listing takes; then it lists by itself (and "
+                      "says so). Default: one interval."),
 ]
 
 NOTIFICATIONS_OPTS = [

@@ -47,6 +47,13 @@ METRICS = {
                          "Managed providers whose nodes the last pass did not see (deleted "
                          "once a pass an interval later still does not, unless the guard "
                          "refuses).", ()),
+    "listing_dropped": (prom.Counter, "rp_reporter_listing_messages_dropped",
+                        "Shared-listing messages a member did not keep (malformed, out of "
+                        "bounds, unsigned or signed with no key of the group, not from the "
+                        "ring's lister), by kind (page, end).", ("kind",)),
+    "listing_casts_failed": (prom.Counter, "rp_reporter_listing_casts_failed",
+                             "Members this lister could not send a listing to (a cast failed "
+                             "or the send queue was full): they listed by themselves.", ()),
     "threads_restarted": (prom.Counter, "rp_reporter_threads_restarted",
                           "Agent threads that died and were started again, by role "
                           "(membership, fencing, sync).", ("thread",)),

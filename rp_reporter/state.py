@@ -31,13 +31,17 @@ def key_path(base, key):
     return f"{root}.{key}{ext or '.json'}"
 
 
+def identity_hash(identity):
+    """One string for a deployment's identity (services, users, scope)."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+
+
 class StateFile:
     persistent = True
 
     def __init__(self, path, identity):
         self.path = path  # the base path: every key's file is named after it
-        self.identity = hashlib.sha256(
-            json.dumps(identity, sort_keys=True, default=str).encode()).hexdigest()
+        self.identity = identity_hash(identity)
 
     def key_path(self, key):
         return key_path(self.path, key)

@@ -54,15 +54,20 @@ IDENTITY_OPTS = ("auth_url", "endpoint_override", "endpoint", "username", "user_
                  "project_name", "project_id", "system_scope", "region_name")
 
 
+def identity(conf):
+    """The deployment this reporter serves: its services, users and scope."""
+    found = {group: {opt: getattr(conf[group], opt, None) for opt in IDENTITY_OPTS}
+             for group in rp_conf.KSA_SERVICE_TYPES}
+    found["scope"] = [conf.ironic.conductor_group, conf.ironic.shard]
+    return found
+
+
 def state(conf):
     """The reporter's state file under [DEFAULT] state_path, or in memory when unset."""
     if not conf.state_path:
         return rp_state.InMemory()
-    identity = {group: {opt: getattr(conf[group], opt, None) for opt in IDENTITY_OPTS}
-                for group in rp_conf.KSA_SERVICE_TYPES}
-    identity["scope"] = [conf.ironic.conductor_group, conf.ironic.shard]
     return rp_state.StateFile(os.path.join(conf.state_path, f"rp_reporter-{conf.host}.json"),
-                              identity)
+                              identity(conf))
 
 
 def reconciler(conf, owns=None):

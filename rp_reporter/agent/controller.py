@@ -27,6 +27,7 @@ from rp_reporter import errors
 from rp_reporter import log as rp_log
 from rp_reporter import metrics as rp_metrics
 from rp_reporter import preflight
+from rp_reporter import state as rp_state
 from rp_reporter import wiring
 from rp_reporter.agent import health as rp_health
 from rp_reporter.agent import ownership as rp_ownership
@@ -72,7 +73,8 @@ class Agent:
         self.leaving = threading.Event()  # renewals end: the last step of stopping
         self.threads = rp_health.Supervisor(self.stopping)
         self.health = rp_health.Health(self.metrics, self.ownership, self.deps,
-                                       self.nodes.trait_writes, self.threads)
+                                       self.nodes.trait_writes, self.threads,
+                                       pass_due=self.pass_due)
         self.listener = None
         self.sharing = None  # listing_bus.Sharing once its bus is up
         self._slice_expected = True  # the lister lists at a start and a ring change
@@ -124,10 +126,11 @@ class Agent:
         except Exception:  # a bug: this pass is lost, the agent is not
             LOG.exception("reconcile pass failed")
             return False
-        # Both services answered this pass's listings (this agent's, or the lister's a
-        # moment ago): an outage this agent saw is over; its own calls say if not.
-        for dep in self.deps.values():
-            dep.ok()
+        if listing is None:  # both services answered this agent's own listings
+            for dep in self.deps.values():
+                dep.ok()
+        else:  # the slice proves the lister's access, not this agent's
+            self.check_own_access()
         self.metrics.listings.labels("shared" if listing is not None else
                                      "sent" if tee is not None else "own").inc()
         self.apply_verdict(drift.verdict)
@@ -150,6 +153,18 @@ class Agent:
         self.metrics.reconcile_drift.set(found)
         self.metrics.reconcile_passes.inc()
         return True
+
+    def check_own_access(self):
+        """One cheap call to each service with this agent's own credentials: a member
+        whose credentials broke says so on /healthz even in a quiet fleet."""
+        for section, probe in (("ironic", self.ironic.probe),
+                               ("placement", self.syncer.placement.probe)):
+            try:
+                probe()
+            except errors.ServiceError as e:
+                self.deps[section].failed(e)
+            else:
+                self.deps[section].ok()
 
     def create_in_bulk(self, new):
         def should_stop():
@@ -264,6 +279,15 @@ class Agent:
             self.wake.set()  # a resync puts every node in step with the new rules
         return True
 
+    def pass_due(self):
+        """How old the last completed pass may be before /healthz fails: two of this
+        agent's cycles (its jittered interval, and a member's longest wait for its
+        slice)."""
+        reconcile = self.conf.reconcile
+        waits = (self.sharing.wait_max()
+                 if self.sharing is not None and not self.sharing.lists() else 0)
+        return 2 * (reconcile.interval * (1 + reconcile.jitter) + waits)
+
     def next_wait(self):
         interval, jitter = self.conf.reconcile.interval, self.conf.reconcile.jitter
         return interval * random.uniform(1 - jitter, 1 + jitter)
@@ -298,12 +322,19 @@ class Agent:
         self.listener = events.listener(self.conf, endpoint)
         LOG.info("listening for Ironic notifications on topic %s",
                  self.conf.notifications.topic)
-        if self.conf.reconcile.share_listing:
+        if self.conf.reconcile.share_listing and not self.conf.reconcile.shared_listing_keys:
+            LOG.warning("[reconcile] share_listing is on but shared_listing_keys is empty: "
+                        "no listing is shared, every agent lists by itself")
+        elif self.conf.reconcile.share_listing:
             from rp_reporter.agent import listing_bus  # oslo.messaging, as above
 
-            self.sharing = listing_bus.Sharing(self.conf, self.ownership,
-                                               lambda: self.nodes.extra_fields,
-                                               arrived=self.wake.set).start()
+            self.sharing = listing_bus.Sharing(
+                self.conf, self.ownership, lambda: self.nodes.extra_fields,
+                arrived=self.wake.set,
+                dropped=lambda kind, reason: self.metrics.listing_dropped.labels(kind).inc(),
+                cast_failed=self.metrics.listing_casts_failed.inc,
+                deployment=rp_state.identity_hash(wiring.identity(self.conf))).start()
+            self.health.casts = self.sharing.casts
 
     def listing_for_pass(self):
         """The lister's slice for this pass, or None: list by itself.  The lister (or an
@@ -323,17 +354,18 @@ class Agent:
             return None
         started, waiting_since = time.monotonic(), time.time()  # the lister's ids: wall clock
         deadline = started + (self.sharing.wait() if expected else 0)
+        bound = started + self.sharing.wait_max()  # however long the lister's pages come
         heartbeat = self.conf.coordination.heartbeat
         while True:
             ring = self.ownership.ring
             listing = self.sharing.take()
             now = time.monotonic()
-            if (listing is not None or self.stopping.is_set()
+            if (listing is not None or self.stopping.is_set() or now >= bound
                     or (now >= deadline and not self.sharing.arriving(
                         begun_by=waiting_since + self.conf.reconcile.interval))):
                 break
             self.wake.clear()
-            self.wake.wait(min(deadline - now, heartbeat) if now < deadline else heartbeat)
+            self.wake.wait(min((deadline if now < deadline else bound) - now, heartbeat))
         if listing is not None:
             # A slice on the ring seen now serves a ring change that came while waiting,
             # and its arrival's wake-up is used up by this pass: without this a member
@@ -344,9 +376,11 @@ class Agent:
             if self.ownership.ring is not ring:  # changed meanwhile after all
                 self._slice_expected = True
                 self.wake.set()
-        else:
-            LOG.info("no whole shared listing from the lister on this ring (%s): listing by "
-                     "myself", self.sharing.refused)
+        elif not self.stopping.is_set():
+            LOG.info("no whole shared listing from the lister on this ring (%s%s): listing "
+                     "by myself", self.sharing.refused,
+                     "; waited the longest [reconcile] shared_listing_wait_max allows"
+                     if time.monotonic() >= bound else "")
         return listing
 
     def log_preflight(self):
@@ -393,26 +427,34 @@ class Agent:
         rp_log.sd_notify(f"READY=1\nSTATUS=serving /healthz; listener bound\nMAINPID={os.getpid()}")
         threading.Thread(target=self.log_preflight, name="preflight", daemon=True).start()
         while not self.stopping.is_set():
-            self.wake.clear()
-            done = True
-            if not self.ownership.fenced:
-                listing = self.listing_for_pass()
-                started = time.monotonic()
-                with self.metrics.reconciling.track_inprogress():
-                    done = self.resync(listing)
-                if done:
-                    self.threads.recovered(started)
-            # A pass that could not run (an outage, a refused permission, Keystone or
-            # the catalog misconfigured) is tried again within [agent] retry_max, so
-            # the agent recovers by itself soon after the cause is fixed.  A member
-            # waits past its interval for the lister's slice, which wakes it.
-            wait = self.next_wait() if done else min(self.next_wait(), self.conf.agent.retry_max)
-            if done and self.sharing is not None and not self.sharing.lists():
-                wait += self.sharing.wait()
-            self.wait_supervising(wait)
+            self.cycle()
         self.shut_down()
         LOG.info("agent %s stopped", self.conf.host)
         return 0
+
+    def cycle(self):
+        """One turn of the loop: a pass (unless fenced), then the wait for the next."""
+        self.wake.clear()
+        done = True
+        if not self.ownership.fenced:
+            listing = self.listing_for_pass()
+            if self.stopping.is_set():
+                return  # stopping never starts a listing
+            started = time.monotonic()
+            self.health.began()
+            with self.metrics.reconciling.track_inprogress():
+                done = self.resync(listing)
+            if done:
+                self.threads.recovered(started)
+                self.health.passed()
+        # A pass that could not run (an outage, a refused permission, Keystone or
+        # the catalog misconfigured) is tried again within [agent] retry_max, so
+        # the agent recovers by itself soon after the cause is fixed.  A member
+        # waits past its interval for the lister's slice, which wakes it.
+        wait = self.next_wait() if done else min(self.next_wait(), self.conf.agent.retry_max)
+        if done and self.sharing is not None and not self.sharing.lists():
+            wait += self.sharing.wait()
+        self.wait_supervising(wait)
 
     def shut_down(self):
         """Receivers and queue, then membership last.

@@ -21,8 +21,15 @@ LOG = logging.getLogger(__name__)
 
 
 class Health:
-    def __init__(self, metrics, ownership, deps, trait_writes, threads):
+    def __init__(self, metrics, ownership, deps, trait_writes, threads, pass_due=None,
+                 clock=time.monotonic):
         self.ownership = ownership
+        # () -> seconds: a completed pass older than this is a stalled loop.
+        self.pass_due = pass_due
+        self.clock = clock
+        self.last_pass = None  # when the last pass completed (or, until one has, ready)
+        self.running_since = None  # when the pass under way began
+        self.casts = None  # the shared listing's casts (an Outage) on a lister
         self.deps = deps  # {section: Outage}
         self.trait_writes = trait_writes  # Outage of the derived-trait writes
         self.threads = threads  # Supervisor
@@ -41,6 +48,9 @@ class Health:
             return False, "stopping"
         if not self.ready.is_set():
             return False, "starting"
+        stalled = self.stalled()
+        if stalled:
+            return False, stalled
         if self.ownership.fenced:
             down = self.ownership.not_a_member_yet()
             if down is not None:
@@ -49,12 +59,38 @@ class Health:
         thread_problem = self.threads.problem()
         if thread_problem:
             return False, thread_problem
-        for dep in (*self.deps.values(), self.trait_writes):
-            if dep.down_since is not None:
+        for dep in (*self.deps.values(), self.trait_writes, self.casts):
+            if dep is not None and dep.down_since is not None:
                 return False, f"{dep.name}: {dep.error}"
         if self.deletion_refused:
             return False, f"deletion refused: {self.deletion_refused}"
         return True, "ok"
+
+
+    def stalled(self):
+        """Why the reconcile loop counts as stalled (no pass completed within its due
+        time, and none began within it either), or None."""
+        now = self.clock()
+        if self.last_pass is None:
+            self.last_pass = now
+        if self.pass_due is None or self.ownership.fenced:
+            return None
+        due = self.pass_due()
+        if now - self.last_pass <= due:
+            return None
+        if self.running_since is not None and now - self.running_since <= due:
+            return None  # a long pass, not a stalled one
+        return f"no reconcile pass completed for {now - self.last_pass:.0f} s (due {due:.0f} s)"
+
+    def began(self):
+        """A reconcile pass began."""
+        self.running_since = self.clock()
+
+    def passed(self):
+        """A reconcile pass ended (it completed, or could not run: a dependency's
+        outage then says why on its own)."""
+        self.running_since = None
+        self.last_pass = self.clock()
 
 
 class Supervisor:

@@ -239,6 +239,11 @@ class IronicClient:
         return list(self.iter_nodes(extra_fields))
 
     @_translated
+    def probe(self):
+        """One node of the scope's listing, uuid only: these credentials still list."""
+        self._client.node.list(fields=["uuid"], limit=1, **self._scope())
+
+    @_translated
     def list_all_uuids(self):
         """Every node uuid in Ironic, whatever the scope (to tell moved from gone)."""
         nodes = self._client.node.list(fields=["uuid"], limit=0)

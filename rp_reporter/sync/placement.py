@@ -207,6 +207,10 @@ class PlacementClient:
         major, minor = version["max_version"].split(".")
         return int(major), int(minor)
 
+    def probe(self):
+        """A listing that names no provider: these credentials may still list."""
+        self._request("GET", "/resource_providers?name=rp-reporter-probe", (200,))
+
     def get_provider(self, uuid):
         resp = self._request("GET", _rp(uuid), (200, 404))
         return resp.json() if resp.status_code == 200 else None

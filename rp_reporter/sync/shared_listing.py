@@ -12,21 +12,32 @@ desired state, drift and absence rules as on a listing of its own.
 
 A slice is used only when it is whole (every page arrived), fresh (finished
 within one interval), and made on the ring the member sees now, with the member's own
-scope and fields; otherwise the member lists by itself, which is what every
-member did before, so the worst case is the old cost, never a missed pass.
+ring options, deployment, scope and fields; otherwise the member lists by itself,
+which is what every member did before, so the worst case is the old cost, never a
+missed pass.
 
 This module is the pure part: who lists, how a listing is cut into slices and
-pages, and how a member puts a slice together again.  Carrying the pages is the
-agent's (``rp_reporter.agent.listing_bus``).
+pages, and how a member puts a slice together again.  What a message must be to be
+kept is ``listing_messages``'; carrying them is the agent's
+(``rp_reporter.agent.listing_bus``).
 """
 
 import dataclasses
+import json
 import time
+
+from rp_reporter.sync import listing_messages
 
 # The ring's owner of this key lists for every member.
 LISTER_KEY = "rp_reporter:lister"
-# Ironic records per page sent to a member (a page is one message on the bus).
+# Ironic records per page sent to a member (a page is one message on the bus); a page
+# closes sooner once its records hold listing_messages.PAGE_BYTES.
 PAGE_RECORDS = 500
+# Providers per page of the slice's providers (about 80 bytes each).
+PAGE_PROVIDERS = 5000
+# Listings of this many contexts at most are kept while they arrive (agents started
+# together list on a few passing rings; more is noise, or someone's flood).
+MAX_CONTEXTS = 4
 
 
 def lister(ring):
@@ -46,40 +57,68 @@ class Listing:
 
 @dataclasses.dataclass(frozen=True)
 class Context:
-    """What makes a listing usable by a member: the same ring, scope and fields."""
-    members: tuple   # the ring's members, sorted
-    scope: tuple     # (conductor_group, shard)
-    fields: tuple    # the node fields listed, sorted
+    """What makes a listing usable by a member: the same deployment, ring (members and
+    options), scope and fields."""
+    members: tuple      # the ring's members, sorted
+    scope: tuple        # (conductor_group, shard)
+    fields: tuple       # the node fields listed, sorted
+    ring: tuple = ()    # (partitions, hash_algorithm): [ring] options cut the slices
+    deployment: str = ""  # the state file's identity hash: same services, users, scope
 
     def as_dict(self):
+        partitions, hash_algorithm = self.ring or (None, None)
         return {"members": list(self.members), "scope": list(self.scope),
-                "fields": list(self.fields)}
+                "fields": list(self.fields), "deployment": self.deployment,
+                "ring": {"partitions": partitions, "hash_algorithm": hash_algorithm}}
 
     @classmethod
     def from_dict(cls, data):
-        return cls(tuple(data["members"]), tuple(data["scope"]), tuple(data["fields"]))
+        ring = data["ring"]
+        return cls(tuple(data["members"]), tuple(data["scope"]), tuple(data["fields"]),
+                   (ring["partitions"], ring["hash_algorithm"]), data["deployment"])
+
+    def difference(self, wanted):
+        """Why a listing made in this context cannot serve the ``wanted`` one (naming
+        what differs), or None when it can."""
+        if self.deployment != wanted.deployment:
+            return "another deployment (services, users or scope differ)"
+        if self.ring != wanted.ring:
+            return (f"other [ring] options (partitions, hash_algorithm): {list(self.ring)}, "
+                    f"here {list(wanted.ring)}")
+        if self.members != wanted.members:
+            return "another ring"
+        if self.scope != wanted.scope:
+            return "another scope"
+        if not set(wanted.fields) <= set(self.fields):
+            return "fields missing: " + ", ".join(sorted(set(wanted.fields) - set(self.fields)))
+        return None
 
     def serves(self, wanted):
         """A listing made in this context is one the ``wanted`` context may use."""
-        return (self.members == wanted.members and self.scope == wanted.scope
-                and set(wanted.fields) <= set(self.fields))
+        return self.difference(wanted) is None
 
 
 class Splitter:
     """Cuts the lister's listing into the other members' slices as it streams.
 
     ``add(record)`` takes each Ironic record (every node in scope, owned or not)
-    and returns the pages now full, ``[(member, seq, page)]``; ``finish(providers,
-    listing_gap)`` returns the last pages and, for each member, the end of its
-    slice: how many pages it has, its providers, and the listing gap.  Pages go
-    out while the listing streams, so the lister never holds the fleet's records.
+    and returns the pages now full, ``[(member, seq, records, providers)]``;
+    ``finish(providers, listing_gap)`` returns the last pages (the member's
+    providers among them, paged too) and, for each member, the end of its slice:
+    how many pages it has and the listing gap.  Pages go out while the listing
+    streams, so the lister never holds the fleet's records, and no page outgrows
+    ``page_bytes`` whatever the fleet's size.
     """
 
-    def __init__(self, ring, me, page_records=PAGE_RECORDS):
+    def __init__(self, ring, me, page_records=PAGE_RECORDS,
+                 page_bytes=listing_messages.PAGE_BYTES, page_providers=PAGE_PROVIDERS):
         self.ring = ring
         self.others = sorted(m for m in ring.members if m != me)
         self.page_records = page_records
+        self.page_bytes = page_bytes
+        self.page_providers = page_providers
         self._open = {m: [] for m in self.others}
+        self._bytes = dict.fromkeys(self.others, 0)
         self._sent = dict.fromkeys(self.others, 0)
 
     def add(self, record):
@@ -88,26 +127,30 @@ class Splitter:
         if page is None:  # this member's own node (or an unreadable record)
             return []
         page.append(record)
-        if len(page) < self.page_records:
+        self._bytes[owner] += len(json.dumps(record, separators=(",", ":"), default=str))
+        if len(page) < self.page_records and self._bytes[owner] < self.page_bytes:
             return []
         return [self._close(owner)]
 
-    def _close(self, member):
-        page, self._open[member] = self._open[member], []
+    def _close(self, member, providers=None):
+        records, self._open[member], self._bytes[member] = self._open[member], [], 0
         seq = self._sent[member]
         self._sent[member] += 1
-        return member, seq, page
+        return member, seq, records, providers or {}
 
     def finish(self, providers, listing_gap):
-        """([(member, seq, last page)], {member: end}) once the listing is complete."""
+        """([(member, seq, records, providers)], {member: end}) once the listing is
+        complete."""
         pages = [self._close(m) for m in self.others if self._open[m]]
-        theirs = {m: {} for m in self.others}
+        theirs = {m: [] for m in self.others}
         for uuid, (name, generation) in providers.items():
             owner = self.ring.owner(uuid)
             if owner in theirs:
-                theirs[owner][uuid] = [name, generation]
-        ends = {m: {"pages": self._sent[m], "providers": theirs[m], "listing_gap": listing_gap}
-                for m in self.others}
+                theirs[owner].append((uuid, (name, generation)))
+        for member, owned in theirs.items():
+            for first in range(0, len(owned), self.page_providers):
+                pages.append(self._close(member, dict(owned[first:first + self.page_providers])))
+        ends = {m: {"pages": self._sent[m], "listing_gap": listing_gap} for m in self.others}
         return pages, ends
 
 
@@ -121,6 +164,15 @@ class _Partial:
 
     def complete(self):
         return self.end is not None and len(self.pages) == self.end["pages"]
+
+    def slice(self):
+        """The Listing its pages make (once complete)."""
+        records, providers = [], {}
+        for seq in sorted(self.pages):
+            page_records, page_providers = self.pages[seq]
+            records += page_records
+            providers.update(page_providers)
+        return Listing(records, providers, self.end["listing_gap"])
 
 
 class Assembler:
@@ -154,16 +206,19 @@ class Assembler:
             del self._listings[old]
         kept = self._listings.get(context)
         if kept is None or listing_id > kept.listing_id:
-            kept = self._listings[context] = _Partial(listing_id)
+            kept = self._listings[context] = _Partial(listing_id, last=now)
+            while len(self._listings) > MAX_CONTEXTS:  # the least recently heard of goes
+                del self._listings[min((c for c in self._listings if c != context),
+                                       key=lambda c: self._listings[c].last)]
         if listing_id != kept.listing_id:
             return None
         kept.last = now
         return kept
 
-    def page(self, listing_id, context, seq, records):
+    def page(self, listing_id, context, seq, records, providers=None):
         kept = self._current(tuple(listing_id), context)
         if kept is not None:
-            kept.pages[seq] = records
+            kept.pages[seq] = (records, providers or {})
 
     def end(self, listing_id, context, end):
         kept = self._current(tuple(listing_id), context)
@@ -197,8 +252,8 @@ class Assembler:
         """The slice, once, if whole, fresh and made in a context serving ``wanted``."""
         kept = self._serving(wanted)
         if kept is None:
-            self.refused = ("cut on another ring, scope or fields" if self._listings else
-                            "none arrived")
+            self.refused = ("; ".join(sorted({c.difference(wanted) for c in self._listings}))
+                            if self._listings else "none arrived")
             return None
         if not kept.complete():
             self.refused = (f"{len(kept.pages)} of its pages and "
@@ -212,7 +267,4 @@ class Assembler:
             self.refused = f"finished {age:.0f} s ago, over {self.max_age:.0f} s"
             return None
         self.refused = None
-        records = [r for seq in sorted(kept.pages) for r in kept.pages[seq]]
-        providers = {u: (name, generation)
-                     for u, (name, generation) in kept.end["providers"].items()}
-        return Listing(records, providers, kept.end["listing_gap"])
+        return kept.slice()

@@ -23,27 +23,35 @@ def providers():
     return {u: (u, i) for i, u in enumerate(NODES)}
 
 
-def cut(me, page_records=100):
-    """Everything the lister sends, as it would cross the bus (JSON)."""
-    splitter = sl.Splitter(RING, me, page_records)
+def cut(me, page_records=100, page_providers=sl.PAGE_PROVIDERS):
+    """Everything the lister sends, as it would cross the bus (JSON): ("page", member,
+    seq, [records, providers]) and ("end", member, None, end)."""
+    splitter = sl.Splitter(RING, me, page_records, page_providers=page_providers)
     sent = []
     for u in NODES:
-        sent += [("page", m, seq, p) for m, seq, p in splitter.add(record(u))]
+        sent += [("page", m, seq, [r, p]) for m, seq, r, p in splitter.add(record(u))]
     pages, ends = splitter.finish(providers(), None)
-    sent += [("page", m, seq, p) for m, seq, p in pages]
+    sent += [("page", m, seq, [r, p]) for m, seq, r, p in pages]
     sent += [("end", m, None, end) for m, end in ends.items()]
     return [json.loads(json.dumps(message)) for message in sent]
 
 
+def feed(assembler, listing_id, context, message):
+    """One message of cut() into the assembler."""
+    kind, _, seq, body = message
+    if kind == "page":
+        records, providers_ = body
+        assembler.page(list(listing_id), context, seq, records,
+                       {u: tuple(p) for u, p in providers_.items()})
+    else:
+        assembler.end(list(listing_id), context, body)
+
+
 def assemble(messages, member, listing_id=(1000.0, "agent-0", 1), context=CONTEXT, now=1010.0):
     assembler = sl.Assembler(max_age=60, clock=lambda: now)
-    for kind, m, seq, body in messages:
-        if m != member:
-            continue
-        if kind == "page":
-            assembler.page(list(listing_id), context, seq, body)
-        else:
-            assembler.end(list(listing_id), context, body)
+    for message in messages:
+        if message[1] == member:
+            feed(assembler, listing_id, context, message)
     return assembler
 
 
@@ -119,11 +127,8 @@ def test_a_newer_listing_replaces_an_older_one_and_late_pages_of_the_older_are_d
     old, new = (1000.0, "agent-0", 1), (1005.0, "agent-0", 2)
     messages = [m for m in cut("agent-0") if m[1] == "agent-1"]
     assembler = sl.Assembler(max_age=60, clock=lambda: 1010.0)
-    for kind, _, seq, body in messages:  # the new listing, whole
-        if kind == "page":
-            assembler.page(list(new), CONTEXT, seq, body)
-        else:
-            assembler.end(list(new), CONTEXT, body)
+    for message in messages:  # the new listing, whole
+        feed(assembler, new, CONTEXT, message)
     assembler.page(list(old), CONTEXT, 0, [record(NODES[0])])  # late, from the old one
     listing = assembler.take(CONTEXT)
     assert listing is not None
@@ -136,7 +141,7 @@ def test_a_member_with_no_nodes_still_gets_an_end():
     splitter = sl.Splitter(lonely, "agent-0")
     pages, ends = splitter.finish({}, "a gap")
     assert pages == []
-    assert ends == {m: {"pages": 0, "providers": {}, "listing_gap": "a gap"}
+    assert ends == {m: {"pages": 0, "listing_gap": "a gap"}
                     for m in ("agent-1", "agent-2")}
     assembler = sl.Assembler(max_age=60, clock=lambda: 1.0)
     assembler.end([1.0, "agent-0", 1], CONTEXT, ends["agent-1"])
@@ -154,7 +159,7 @@ def test_freshness_counts_from_the_listings_end_and_the_refusal_says_why():
     assert late.refused == "finished 61 s ago, over 60 s"
     other = assemble(messages, "agent-1", now=1000.0 + 60)
     assert other.take(sl.Context(("agent-9",), CONTEXT.scope, CONTEXT.fields)) is None
-    assert other.refused == "cut on another ring, scope or fields"
+    assert other.refused == "another ring"
     partial = assemble([m for m in messages if m[0] == "page"], "agent-1")
     assert partial.take(CONTEXT) is None and partial.refused.endswith("no end arrived")
 
@@ -166,17 +171,13 @@ def test_a_listing_still_arriving_is_waited_for_until_its_pages_stop_coming():
     assembler = sl.Assembler(max_age=60, clock=lambda: now[0])
     pages = [m for m in cut("agent-0") if m[1] == "agent-1"]
     assert not assembler.arriving(CONTEXT, quiet=30)  # nothing yet: the fixed wait decides
-    kind, _, seq, body = pages[0]
-    assembler.page([1000.0, "agent-0", 1], CONTEXT, seq, body)
+    feed(assembler, (1000.0, "agent-0", 1), CONTEXT, pages[0])
     now[0] += 29
     assert assembler.arriving(CONTEXT, quiet=30)
     now[0] += 2
     assert not assembler.arriving(CONTEXT, quiet=30)  # no page for 31 s: the lister is stuck
-    for kind, _, seq, body in pages[1:]:
-        if kind == "page":
-            assembler.page([1000.0, "agent-0", 1], CONTEXT, seq, body)
-        else:
-            assembler.end([1000.0, "agent-0", 1], CONTEXT, body)
+    for message in pages[1:]:
+        feed(assembler, (1000.0, "agent-0", 1), CONTEXT, message)
     assert assembler.complete() and not assembler.arriving(CONTEXT, quiet=30)  # whole: take it
     assert assembler.take(CONTEXT) is not None
     assert not assembler.arriving(CONTEXT, quiet=30)  # taken: nothing is arriving
@@ -191,13 +192,13 @@ def test_a_listing_is_waited_for_however_long_it_takes_if_begun_within_the_bound
     assembler = sl.Assembler(max_age=60, clock=lambda: now[0])
     pages = [m for m in cut("agent-0") if m[0] == "page" and m[1] == "agent-1"]
     assert len(pages) >= 3
-    for seq, (_, _, _, body) in enumerate(pages):
-        assembler.page([1000.0, "agent-0", 1], CONTEXT, seq, body)
+    for message in pages:
+        feed(assembler, (1000.0, "agent-0", 1), CONTEXT, message)
         now[0] += 25  # each page within the quiet time, the listing long past 60 s
         assert assembler.arriving(CONTEXT, quiet=30, begun_by=1010.0)
     assert now[0] - 1000.0 > 60
     later = sl.Assembler(max_age=60, clock=lambda: now[0])
-    later.page([1020.0, "agent-0", 2], CONTEXT, 0, pages[0][3])
+    feed(later, (1020.0, "agent-0", 2), CONTEXT, pages[0])
     assert not later.arriving(CONTEXT, quiet=30, begun_by=1010.0)
     assert later.arriving(CONTEXT, quiet=30, begun_by=1020.0)
 
@@ -207,11 +208,8 @@ def test_a_listing_cut_on_a_passing_ring_does_not_push_out_the_one_on_the_member
     listing on such a passing ring left the member with no slice of the ring it ended
     up with, and every member listed by itself (fleet bench, 8 agents started at once)."""
     assembler = sl.Assembler(max_age=60, clock=lambda: 1010.0)
-    for kind, _, seq, body in (m for m in cut("agent-0") if m[1] == "agent-1"):
-        if kind == "page":
-            assembler.page([1000.0, "agent-0", 1], CONTEXT, seq, body)
-        else:
-            assembler.end([1000.0, "agent-0", 1], CONTEXT, body)
+    for message in (m for m in cut("agent-0") if m[1] == "agent-1"):
+        feed(assembler, (1000.0, "agent-0", 1), CONTEXT, message)
     passing = sl.Context(("agent-1", "agent-2"), CONTEXT.scope, CONTEXT.fields)
     assembler.page([1003.0, "agent-2", 1], passing, 0, [record(NODES[0])])
     listing = assembler.take(CONTEXT)

@@ -13,6 +13,7 @@ services apart).
 """
 
 import os
+import secrets
 import tempfile
 
 from tools.localstack import etcd
@@ -112,6 +113,7 @@ class LocalStack:
         for knob, value in self.shape.items():
             setattr(self, knob, value)
         self.workdir = workdir or tempfile.mkdtemp(prefix="rp-stack-")
+        self.listing_key = secrets.token_hex(16)  # [reconcile] shared_listing_keys
         os.makedirs(self.workdir, exist_ok=True)
         modules = services_of(self.shape)
         self.names = tuple(module.NAME for module in modules)
@@ -204,6 +206,8 @@ class LocalStack:
             "ironic": ironic_section,
             "placement": placement_section,
             "notifications": {"transport_url": self.transport_url},
+            # Every agent of the stack signs and checks the shared listing with it.
+            "reconcile": {"shared_listing_keys": self.listing_key},
         }
         if self.coordination == "etcd":
             conf["coordination"] = {"backend_url": self.coordination_url}
