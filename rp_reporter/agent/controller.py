@@ -30,16 +30,15 @@ from rp_reporter import preflight
 from rp_reporter import state as rp_state
 from rp_reporter import wiring
 from rp_reporter.agent import health as rp_health
+from rp_reporter.agent import latency
 from rp_reporter.agent import ownership as rp_ownership
+from rp_reporter.agent import resync as rp_resync
 from rp_reporter.agent import rules as rp_rules
 from rp_reporter.outage import Outage
 from rp_reporter.sync import provider
 from rp_reporter.sync import queue as work_queue
 
 LOG = logging.getLogger("rp_reporter.agent")
-# A notification-driven sync slower than this, from Ironic's notification to Placement's
-# answer, is logged with where its time went (the fast path's target is 300 ms at p99).
-SLOW_FAST_PATH = 0.5
 # The ring holds this many heartbeats before an agent's first pass (agents started
 # together joined within 1.2 s of each other at 10^5 nodes, heartbeat 1 s).
 SETTLE_HEARTBEATS = 3
@@ -75,12 +74,12 @@ class Agent:
         self.health = rp_health.Health(self.metrics, self.ownership, self.deps,
                                        self.nodes.trait_writes, self.threads,
                                        pass_due=self.pass_due)
+        self.pass_ = rp_resync.Resync(self.reconciler, self.ownership, self.metrics, self.deps,
+                                      self.health, self._enqueue, self.stopping)
         self.listener = None
         self.sharing = None  # listing_bus.Sharing once its bus is up
         self._slice_expected = True  # the lister lists at a start and a ring change
-        # uuid -> (sent, arrived here) of the earliest notification not yet synced
-        self._events = {}
-        self._event_lock = threading.Lock()
+        self.clock = latency.FastPathClock(self.metrics.event_to_write)
 
     def use_rules(self, rules):
         """Keep derived traits in step by these rules from now on (None: not at all)."""
@@ -96,10 +95,7 @@ class Agent:
             self.ownership.note_unowned(uuid)  # for a takeover
             return
         self.metrics.notifications.labels("accepted").inc()
-        sent_at = sent_at or time.time()
-        with self._event_lock:
-            earliest, arrived = self._events.get(uuid, (sent_at, time.time()))
-            self._events[uuid] = (min(sent_at, earliest), arrived)
+        self.clock.noted(uuid, sent_at)
         self.queue.add(uuid, urgent=True)  # ahead of a resync's keys
 
     def on_bad_notification(self, reason):
@@ -113,83 +109,11 @@ class Agent:
         self.wake.set()
 
     def resync(self, listing=None):
-        """One periodic reconcile: bulk observation (``listing``, the lister's slice, or
-        this agent's own listings), enqueue what differs, create what is missing.
-        Returns False when the pass could not run (the next one then comes sooner)."""
-        started = time.monotonic()
+        """One periodic reconcile pass (``resync.Resync``) on ``listing``, the lister's
+        slice, or on this agent's own listings, teed to the members when it lists for
+        them.  False when the pass could not run (the next one then comes sooner)."""
         tee = self.sharing.tee() if self.sharing and listing is None else None
-        try:
-            drift = self.reconciler.drift(listing=listing, tee=tee)
-        except errors.ServiceError as e:
-            self.deps[e.section].failed(e)
-            return False
-        except Exception:  # a bug: this pass is lost, the agent is not
-            LOG.exception("reconcile pass failed")
-            return False
-        if listing is None:  # both services answered this agent's own listings
-            for dep in self.deps.values():
-                dep.ok()
-        else:  # the slice proves the lister's access, not this agent's
-            self.check_own_access()
-        self.metrics.listings.labels("shared" if listing is not None else
-                                     "sent" if tee is not None else "own").inc()
-        self.apply_verdict(drift.verdict)
-        self._enqueue(drift.keys)
-        self.metrics.nodes_owned.set(drift.nodes)
-        self.metrics.nodes_skipped.set(drift.skipped)
-        found = drift.changed + len(drift.new)
-        if drift.changed:
-            LOG.info("reconcile: %d of %d nodes out of step, queued", drift.changed,
-                     drift.nodes)
-        if len(drift.keys) > drift.changed:
-            LOG.info("reconcile: %d nodes due for re-verification, queued",
-                     len(drift.keys) - drift.changed)
-        if drift.new:
-            new, drift.new = drift.new, None  # used up as it goes
-            self.create_in_bulk(new)
-        self.reconciler.save_observations()  # a restart then costs two listings
-        # Only now: a pass is done when its bulk creation is (watchers wait on this).
-        self.metrics.reconcile_seconds.set(time.monotonic() - started)
-        self.metrics.reconcile_drift.set(found)
-        self.metrics.reconcile_passes.inc()
-        return True
-
-    def check_own_access(self):
-        """One cheap call to each service with this agent's own credentials: a member
-        whose credentials broke says so on /healthz even in a quiet fleet."""
-        for section, probe in (("ironic", self.ironic.probe),
-                               ("placement", self.syncer.placement.probe)):
-            try:
-                probe()
-            except errors.ServiceError as e:
-                self.deps[section].failed(e)
-            else:
-                self.deps[section].ok()
-
-    def create_in_bulk(self, new):
-        def should_stop():
-            return self.stopping.is_set() or self.ownership.fenced
-
-        try:
-            for result in self.reconciler.create_in_bulk(new, self._enqueue, should_stop):
-                self.metrics.record_sync(result)
-        except errors.ServiceError as e:  # the queue has the rest, and retries
-            self.deps[e.section].failed(e)
-        except errors.Fenced as e:  # the resync after unfencing takes the rest
-            LOG.warning("bulk creation stopped: %s", e)
-
-    def apply_verdict(self, verdict):
-        """Delete the providers whose nodes are proven gone, or say why none is."""
-        if verdict.refused:
-            LOG.error("deletion refused: %s", verdict.refused)
-            self.metrics.deletions_refused.labels(verdict.reason).inc()
-        elif self.health.deletion_refused:
-            LOG.warning("deletion guard: this pass is within bounds again")
-        self.health.deletion_refused = verdict.refused
-        self.metrics.providers_absent.set(len(verdict.waiting))
-        for uuid in verdict.delete:
-            if self.ownership.owns(uuid):
-                self.metrics.record_sync(self.reconciler.delete(uuid))
+        return self.pass_.run(listing, tee)
 
     # -- the work queue's sync ---------------------------------------------
     def sync_node(self, uuid):
@@ -220,23 +144,9 @@ class Agent:
             LOG.warning("node %s: %s; will retry", uuid, done.result.reason)
             self.metrics.failures.labels("conflicts").inc()
             return False
-        self._log_if_slow(uuid, started, done)
+        self.clock.log_if_slow(uuid, started, done)
         # Derived traits Ironic did not take: an outage retries; a refusal waits a pass.
         return done.trait_error is None or not done.trait_error.retryable
-
-    def _log_if_slow(self, uuid, started, done):
-        """A notification-driven sync that took longer than SLOW_FAST_PATH: one line
-        saying where the time went (the bus, this agent's queue, Ironic, Placement)."""
-        with self._event_lock:
-            sent_at, received_at = self._events.get(uuid, (None, None))
-        now = time.time()
-        if sent_at is None or now - sent_at < SLOW_FAST_PATH:
-            return
-        LOG.info("node %s: fast path took %.2f s from Ironic's notification to Placement's "
-                 "answer: arrived after %.2f s, queued %.2f s, Ironic read %.2f s, Placement "
-                 "%.2f s in %d attempt(s)", uuid, now - sent_at, received_at - sent_at,
-                 max(0.0, started - received_at), done.read_seconds,
-                 now - started - done.read_seconds, done.result.attempts)
 
     def _failed(self, error):
         """A sync that met a ServiceError: an outage is retried with backoff; a refused
@@ -252,11 +162,8 @@ class Agent:
         self.metrics.queue_depth.set(self.queue.depth())  # not only when a sync ends
 
     def _synced(self, key, ok):
-        if ok:  # only notification-driven syncs count as event-to-write
-            with self._event_lock:
-                sent_at, _ = self._events.pop(key, (None, None))
-            if sent_at is not None:
-                self.metrics.event_to_write.observe(max(0.0, time.time() - sent_at))
+        if ok:
+            self.clock.synced(key)
         self.metrics.queue_depth.set(self.queue.depth())
 
     # -- lifecycle -----------------------------------------------------------
@@ -337,35 +244,14 @@ class Agent:
             self.health.casts = self.sharing.casts
 
     def listing_for_pass(self):
-        """The lister's slice for this pass, or None: list by itself.  The lister (or an
-        agent alone) always lists; a member takes the slice that woke it, after a
-        start or a ring change (the lister then lists at once) waits for one a while,
-        and waits on while the lister's pages are still coming.
-
-        However long the lister's listing takes: a member's own listing of the same
-        Ironic would take as long and slow the lister's further (seen at 10^5 nodes,
-        agents started together: the lister's first listing outlasted a member's
-        interval plus its wait, and two members listing by themselves beside it made
-        three).  Only a listing the lister began within one interval of the member's
-        wait is waited for, so a lister whose slices never end (an end cast lost each
-        time) holds a member back for about two intervals at most."""
+        """The lister's slice for this pass, or None: list by myself (``Sharing.slice``
+        decides).  A member expects one at once after a start or a ring change, when the
+        lister lists at once."""
         expected, self._slice_expected = self._slice_expected, False
-        if self.sharing is None or self.sharing.lists():
+        if self.sharing is None:
             return None
-        started, waiting_since = time.monotonic(), time.time()  # the lister's ids: wall clock
-        deadline = started + (self.sharing.wait() if expected else 0)
-        bound = started + self.sharing.wait_max()  # however long the lister's pages come
-        heartbeat = self.conf.coordination.heartbeat
-        while True:
-            ring = self.ownership.ring
-            listing = self.sharing.take()
-            now = time.monotonic()
-            if (listing is not None or self.stopping.is_set() or now >= bound
-                    or (now >= deadline and not self.sharing.arriving(
-                        begun_by=waiting_since + self.conf.reconcile.interval))):
-                break
-            self.wake.clear()
-            self.wake.wait(min((deadline if now < deadline else bound) - now, heartbeat))
+        ring = self.ownership.ring
+        listing = self.sharing.slice(expected, self.stopping, self.wake)
         if listing is not None:
             # A slice on the ring seen now serves a ring change that came while waiting,
             # and its arrival's wake-up is used up by this pass: without this a member
@@ -376,11 +262,6 @@ class Agent:
             if self.ownership.ring is not ring:  # changed meanwhile after all
                 self._slice_expected = True
                 self.wake.set()
-        elif not self.stopping.is_set():
-            LOG.info("no whole shared listing from the lister on this ring (%s%s): listing "
-                     "by myself", self.sharing.refused,
-                     "; waited the longest [reconcile] shared_listing_wait_max allows"
-                     if time.monotonic() >= bound else "")
         return listing
 
     def log_preflight(self):

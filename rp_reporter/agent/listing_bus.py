@@ -308,6 +308,40 @@ class Sharing:
         """Why the last take() gave no slice."""
         return self._assembler.refused
 
+    def slice(self, expected, stopping, wake):
+        """The slice for this member's pass, or None when it lists by itself: the one
+        place that decides.
+
+        The lister (or an agent alone) always lists.  A member takes the slice that woke
+        it; after a start or a ring change (``expected``: the lister then lists at once)
+        it waits for one up to ``wait()``, and waits on while the lister's pages of a
+        listing begun within one interval keep coming: its own listing of the same
+        Ironic would take as long and slow the lister's (seen at 10^5 nodes, agents
+        started together: two members listing beside the lister made three listings).
+        Never past ``wait_max()``, and not at all once ``stopping`` is set; ``wake`` is
+        the agent's event, set by an arriving slice."""
+        if self.lists():
+            return None
+        started, waiting_since = time.monotonic(), time.time()  # the lister's ids: wall clock
+        deadline = started + (self.wait() if expected else 0)
+        bound = started + self.wait_max()
+        heartbeat = self.conf.coordination.heartbeat
+        while True:
+            listing = self.take()
+            now = time.monotonic()
+            if (listing is not None or stopping.is_set() or now >= bound
+                    or (now >= deadline and not self.arriving(
+                        begun_by=waiting_since + self.conf.reconcile.interval))):
+                break
+            wake.clear()
+            wake.wait(min((deadline if now < deadline else bound) - now, heartbeat))
+        if listing is None and not stopping.is_set():
+            LOG.info("no whole shared listing from the lister on this ring (%s%s): listing "
+                     "by myself", self.refused,
+                     "; waited the longest [reconcile] shared_listing_wait_max allows"
+                     if time.monotonic() >= bound else "")
+        return listing
+
     # -- lister -----------------------------------------------------------------
     def tee(self):
         """A Tee for this pass's listing, or None when this agent does not list for

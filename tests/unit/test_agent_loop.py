@@ -1,9 +1,8 @@
-"""The agent's loop around the shared listing: a member's wait has a bound, stopping
-never starts a listing, a member's health comes from its own calls, and /healthz
-fails once passes stop completing."""
+"""The agent's loop around the shared listing: stopping never starts a listing, a
+member's health comes from its own calls, and /healthz fails once passes stop
+completing."""
 
 import threading
-import time
 
 import pytest
 
@@ -15,25 +14,19 @@ from rp_reporter.outage import Outage
 
 
 class Sharing:
-    """A member whose lister keeps sending pages of a listing that never ends."""
+    """A member whose slice never comes: ``on_slice`` runs while it is asked for."""
 
-    def __init__(self, on_take=lambda: None, wait_max=0.3):
-        self.on_take, self._wait_max, self.refused = on_take, wait_max, "none arrived"
+    def __init__(self, on_slice=lambda: None):
+        self.on_slice = on_slice
 
     def lists(self):
         return False
 
-    def take(self):
-        self.on_take()
-
-    def arriving(self, begun_by):
-        return True
+    def slice(self, expected, stopping, wake):
+        self.on_slice()
 
     def wait(self):
-        return 1e9  # what a forged end's seconds once made it
-
-    def wait_max(self):
-        return self._wait_max
+        return 0
 
 
 @pytest.fixture
@@ -45,15 +38,8 @@ def agent(tmp_path):
     return rp_agent.Agent(rp_conf.load(["--config-file", str(path)]))
 
 
-def test_a_members_wait_ends_at_its_bound_however_long_pages_keep_coming(agent):
-    agent.sharing = Sharing(wait_max=0.3)
-    started = time.monotonic()
-    assert agent.listing_for_pass() is None
-    assert time.monotonic() - started < 0.3 + 0.5
-
-
 def test_stopping_while_waiting_for_a_slice_starts_no_listing(agent):
-    agent.sharing = Sharing(on_take=agent.stopping.set, wait_max=5)
+    agent.sharing = Sharing(on_slice=agent.stopping.set)
     passes = []
     agent.resync = passes.append
     agent.cycle()
@@ -67,7 +53,7 @@ def test_a_pass_on_a_slice_checks_this_agents_own_access(agent):
     def refused():
         raise denied
     agent.syncer.placement.probe = refused
-    agent.check_own_access()
+    agent.pass_.check_own_access()
     assert agent.deps["placement"].error is denied
     assert agent.deps["ironic"].down_since is None
 

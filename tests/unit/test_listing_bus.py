@@ -168,6 +168,25 @@ def test_a_members_wait_is_bounded_by_configuration(tmp_path):
     assert member.wait() == 12
 
 
+def test_a_members_wait_ends_at_its_bound_however_long_pages_keep_coming(tmp_path):
+    member = sharing(tmp_path, members_of_lister()[0], shared_listing_wait_max=0.3)
+    member.arriving = lambda begun_by: True  # the lister's pages keep coming, no end
+    member.listing_seconds = 1e9
+    started = time.monotonic()
+    assert member.slice(True, threading.Event(), threading.Event()) is None
+    assert time.monotonic() - started < 0.3 + 1.5  # the bound and a heartbeat at most
+
+
+def test_a_member_asked_to_stop_while_waiting_stops_waiting(tmp_path):
+    member = sharing(tmp_path, members_of_lister()[0])
+    member.arriving = lambda begun_by: True
+    stopping = threading.Event()
+    threading.Timer(0.2, stopping.set).start()
+    started = time.monotonic()
+    assert member.slice(True, stopping, threading.Event()) is None
+    assert time.monotonic() - started < 0.2 + 1.5
+
+
 def test_no_page_is_larger_than_a_megabyte_whatever_the_slice(tmp_path):
     """At 5x10^4 providers the old end message was about 4 MiB."""
     ring = rp_ring.Ring(MEMBERS)

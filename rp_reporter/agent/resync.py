@@ -1,0 +1,105 @@
+"""One periodic reconcile pass of the agent, and its deletion policy.
+
+The pass observes in bulk (its own listings, or the lister's slice), enqueues the
+nodes that differ, creates in bulk the providers that are missing, and deletes the
+providers whose nodes are proven gone (``Reconciler``'s verdict), while the agent
+still owns them.  What it found goes to the metrics; a service it could not reach
+to that service's outage.
+"""
+
+import logging
+import time
+
+from rp_reporter import errors
+
+LOG = logging.getLogger("rp_reporter.agent")
+
+
+class Resync:
+    def __init__(self, reconciler, ownership, metrics, deps, health, enqueue, stopping):
+        self.reconciler = reconciler
+        self.ownership = ownership
+        self.metrics = metrics
+        self.deps = deps          # {section: Outage}
+        self.health = health      # the deletion guard's refusal is shown there
+        self.enqueue = enqueue    # uuids -> the work queue
+        self.stopping = stopping  # threading.Event: bulk creation stops with the agent
+
+    def run(self, listing=None, tee=None):
+        """One periodic reconcile: bulk observation (``listing``, the lister's slice, or
+        this agent's own listings, seen by ``tee``), enqueue what differs, create what is
+        missing.  Returns False when the pass could not run."""
+        started = time.monotonic()
+        try:
+            drift = self.reconciler.drift(listing=listing, tee=tee)
+        except errors.ServiceError as e:
+            self.deps[e.section].failed(e)
+            return False
+        except Exception:  # a bug: this pass is lost, the agent is not
+            LOG.exception("reconcile pass failed")
+            return False
+        if listing is None:  # both services answered this agent's own listings
+            for dep in self.deps.values():
+                dep.ok()
+        else:  # the slice proves the lister's access, not this agent's
+            self.check_own_access()
+        self.metrics.listings.labels("shared" if listing is not None else
+                                     "sent" if tee is not None else "own").inc()
+        self.apply_verdict(drift.verdict)
+        self.enqueue(drift.keys)
+        self.metrics.nodes_owned.set(drift.nodes)
+        self.metrics.nodes_skipped.set(drift.skipped)
+        found = drift.changed + len(drift.new)
+        if drift.changed:
+            LOG.info("reconcile: %d of %d nodes out of step, queued", drift.changed,
+                     drift.nodes)
+        if len(drift.keys) > drift.changed:
+            LOG.info("reconcile: %d nodes due for re-verification, queued",
+                     len(drift.keys) - drift.changed)
+        if drift.new:
+            new, drift.new = drift.new, None  # used up as it goes
+            self.create_in_bulk(new)
+        self.reconciler.save_observations()  # a restart then costs two listings
+        # Only now: a pass is done when its bulk creation is (watchers wait on this).
+        self.metrics.reconcile_seconds.set(time.monotonic() - started)
+        self.metrics.reconcile_drift.set(found)
+        self.metrics.reconcile_passes.inc()
+        return True
+
+    def check_own_access(self):
+        """One cheap call to each service with this agent's own credentials: a member
+        whose credentials broke says so on /healthz even in a quiet fleet."""
+        for section, probe in (("ironic", self.reconciler.nodes.ironic.probe),
+                               ("placement", self.reconciler.nodes.syncer.placement.probe)):
+            try:
+                probe()
+            except errors.ServiceError as e:
+                self.deps[section].failed(e)
+            else:
+                self.deps[section].ok()
+
+    def create_in_bulk(self, new):
+        def should_stop():
+            return self.stopping.is_set() or self.ownership.fenced
+
+        try:
+            for result in self.reconciler.create_in_bulk(new, self._enqueue, should_stop):
+                self.metrics.record_sync(result)
+        except errors.ServiceError as e:  # the queue has the rest, and retries
+            self.deps[e.section].failed(e)
+        except errors.Fenced as e:  # the resync after unfencing takes the rest
+            LOG.warning("bulk creation stopped: %s", e)
+
+    def apply_verdict(self, verdict):
+        """Delete the providers whose nodes are proven gone, or say why none is."""
+        if verdict.refused:
+            LOG.error("deletion refused: %s", verdict.refused)
+            self.metrics.deletions_refused.labels(verdict.reason).inc()
+        elif self.health.deletion_refused:
+            LOG.warning("deletion guard: this pass is within bounds again")
+        self.health.deletion_refused = verdict.refused
+        self.metrics.providers_absent.set(len(verdict.waiting))
+        for uuid in verdict.delete:
+            if self.ownership.owns(uuid):
+                self.metrics.record_sync(self.reconciler.delete(uuid))
+
