@@ -213,8 +213,15 @@ class IronicDriver(ironic_driver.IronicDriver):
         return wiring.ring(self._reporter_conf(), members).hashring if members else NO_MEMBERS
 
     def _refresh_cache(self):
+        # nova's refresh lists Ironic and refreshes the ring (re-homing with it), seconds
+        # under load: it runs outside the lock, so a release by the renewals never waits
+        # for it (waiting, a returning service's free nodes had two managers for 6.1 s).
+        # Its cache is built on the ring of its start; what the renewals released since
+        # stays released.
+        super()._refresh_cache()
         with self._cache_lock:
-            super()._refresh_cache()
+            if self._coordinated():
+                self._keep_ring_nodes(self._members())
             self._now_managing(set(self.node_cache), "nova's node refresh")
 
     def _now_managing(self, nodes, why):
@@ -225,29 +232,31 @@ class IronicDriver(ironic_driver.IronicDriver):
         self._managed = nodes
 
     def _release_to_new_ring(self):
-        # Never wait for nova's refresh (it may be re-homing nodes for a while): the
-        # renewals must not stop; the release is tried again at the next heartbeat.
-        if not self._cache_lock.acquire(blocking=False):
-            return
-        try:
+        # The lock is held only while a cache is filtered, never through nova's refresh.
+        with self._cache_lock:
             self._release_to(self._members())
-        finally:
-            self._cache_lock.release()
 
     def _release_to(self, members):
         if members == self._released_for:
             return  # done at an earlier heartbeat; nova's next refresh adopts the ring
         self._released_for = members
-        ring = self._ring_of(members)
-        me = CONF.host.lower()
-
-        def kept(uuid):  # nova's rules: its own instance's node, or the ring's say
-            node = self.node_cache.get(uuid)
-            return ((node is not None and node.instance_id is not None)
-                    or me in ring.get_nodes(uuid.encode()))
-        self.node_cache = {uuid: node for uuid, node in self.node_cache.items() if kept(uuid)}
+        kept = self._keep_ring_nodes(members)
         self._now_managing({uuid for uuid in self._managed if kept(uuid)},
                            f"ring members now {sorted(members)}")
+
+    def _keep_ring_nodes(self, members):
+        """Drop from nova's node cache the free nodes the ring over ``members`` gives to
+        another service; returns the rule applied (uuid -> kept)."""
+        ring = self._ring_of(members)
+        me = CONF.host.lower()
+        cache = dict(self.node_cache)  # a copy: nova's threads add to the cache meanwhile
+
+        def kept(uuid):  # nova's rules: its own instance's node, or the ring's say
+            node = cache.get(uuid)
+            return ((node is not None and node.instance_id is not None)
+                    or me in ring.get_nodes(uuid.encode()))
+        self.node_cache = {uuid: node for uuid, node in cache.items() if kept(uuid)}
+        return kept
 
     # Re-homing (rp_reporter.rehoming) ------------------------------------
 

@@ -8,6 +8,7 @@ service has its own instance list (what nova's database would say), and the live
 list is what nova's ServiceList would return.
 """
 
+import threading
 import time
 import uuid
 
@@ -145,6 +146,44 @@ def test_mixing_the_coordination_ring_with_nova_ring_is_why_a_group_switches_tog
                             rp_reporter={"peers_from": "coordination"}) for h in HOSTS}
     assert all(len(o) == 1 for o in owners_of(owned, free).values())
     del fleet_
+
+
+def test_a_release_during_novas_refresh_is_not_undone_by_it(nova_config, monkeypatch):
+    """A member joins while nova's refresh lists Ironic (seconds under load): the renewals
+    release its share at once, and the refresh's result, built on the ring of its start,
+    does not bring that share back (waiting for the refresh, then keeping its result, a
+    returning service's free nodes had two managers for 6.1 s)."""
+    CONF.set_override("peers_from", "coordination", group="rp_reporter")
+    CONF.set_override("host", HOSTS[0])
+    free = {n: sdk_node.Node(id=n, instance_id=None)
+            for n in (str(uuid.uuid4()) for _ in range(300))}
+    driver = Fleet.driver("ours")
+    members = {HOSTS[0], HOSTS[1]}
+    monkeypatch.setattr(driver, "_members", lambda: set(members))
+
+    def mine(on):
+        ring = driver._ring_of(on)
+        return {n: node for n, node in free.items()
+                if HOSTS[0] in ring.get_nodes(n.encode())}
+
+    def novas_refresh(self):
+        listed = mine({HOSTS[0], HOSTS[1]})  # the ring at the refresh's start
+        members.add(HOSTS[2])  # meanwhile a service joins; the renewals release to it
+        renewal = threading.Thread(target=driver._release_to_new_ring)
+        renewal.start()
+        renewal.join(5)
+        self.node_cache = listed  # nova assigns what it built, at its end
+    monkeypatch.setattr(nova_driver.IronicDriver, "_refresh_cache", novas_refresh)
+    driver.node_cache = mine({HOSTS[0], HOSTS[1]})
+    try:
+        driver._refresh_cache()
+    finally:
+        CONF.clear_override("peers_from", group="rp_reporter")
+        CONF.clear_override("host")
+    given_away = set(mine({HOSTS[0], HOSTS[1]})) - set(mine(set(HOSTS)))
+    assert given_away  # the new member's share of this service's nodes
+    assert not given_away & set(driver.node_cache)
+    assert set(driver.node_cache) == set(mine(set(HOSTS)))
 
 
 class DownHosts:
