@@ -44,6 +44,7 @@ import time
 from nova import exception
 from nova import objects
 from nova import servicegroup
+from nova.scheduler.client import report
 from nova.virt.ironic import driver as ironic_driver
 from openstack import exceptions as sdk_exc
 from oslo_config import cfg
@@ -229,7 +230,26 @@ class IronicDriver(ironic_driver.IronicDriver):
         also drops a node from its cache when it unprovisions it, and reads one back
         into it: the cache alone would hide a release)."""
         _log_managed(self._managed, nodes, why)
+        if self._coordinated():
+            self._forget_providers(self._managed - nodes)
         self._managed = nodes
+
+    @staticmethod
+    def _forget_providers(released):
+        """Drop released nodes' providers from nova's report client cache.  It keeps each
+        provider it wrote, generation included, after another service takes the node over
+        and writes it: back here, its first write met a 409 ("Failed to update inventory",
+        an ERROR line, then nova retried).  nova invalidates the same way when a rebalance
+        takes an orphan compute node from it (``ComputeManager.update_available_resource``)."""
+        if not released:
+            return
+        try:
+            client = report.report_client_singleton()
+            for uuid in released:
+                client.invalidate_resource_provider(uuid)
+        except Exception as e:  # noqa: BLE001 - the next write re-reads after its 409
+            LOG.warning("could not drop %d released nodes from nova's provider cache: %s",
+                        len(released), e)
 
     def _release_to_new_ring(self):
         # The lock is held only while a cache is filtered, never through nova's refresh.

@@ -158,6 +158,9 @@ def test_a_release_during_novas_refresh_is_not_undone_by_it(nova_config, monkeyp
     free = {n: sdk_node.Node(id=n, instance_id=None)
             for n in (str(uuid.uuid4()) for _ in range(300))}
     driver = Fleet.driver("ours")
+    forgotten = set()
+    monkeypatch.setattr(nova_compute.report, "report_client_singleton", lambda: type(
+        "ReportClient", (), {"invalidate_resource_provider": staticmethod(forgotten.add)})())
     members = {HOSTS[0], HOSTS[1]}
     monkeypatch.setattr(driver, "_members", lambda: set(members))
 
@@ -175,6 +178,7 @@ def test_a_release_during_novas_refresh_is_not_undone_by_it(nova_config, monkeyp
         self.node_cache = listed  # nova assigns what it built, at its end
     monkeypatch.setattr(nova_driver.IronicDriver, "_refresh_cache", novas_refresh)
     driver.node_cache = mine({HOSTS[0], HOSTS[1]})
+    driver._managed = set(driver.node_cache)
     try:
         driver._refresh_cache()
     finally:
@@ -184,6 +188,8 @@ def test_a_release_during_novas_refresh_is_not_undone_by_it(nova_config, monkeyp
     assert given_away  # the new member's share of this service's nodes
     assert not given_away & set(driver.node_cache)
     assert set(driver.node_cache) == set(mine(set(HOSTS)))
+    # nova's provider cache forgets them: taken back later, their first write is fresh.
+    assert forgotten == given_away
 
 
 class DownHosts:
