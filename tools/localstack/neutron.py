@@ -8,7 +8,6 @@ and those reads are what this answers (the router plugin serves floating IPs).""
 import os
 import shutil
 import subprocess
-import sys
 
 from tools.localstack import keystone
 from tools.localstack import process
@@ -48,11 +47,8 @@ def bin_path(name):
 
 def install():
     """neutron into its own virtualenv, when it is not there yet."""
-    if os.path.exists(bin_path("neutron-db-manage")):
-        return
-    process.log(f"installing {' '.join(PACKAGES)} into {VENV}")
-    subprocess.run([sys.executable, "-m", "venv", VENV], check=True)
-    subprocess.run([bin_path("pip"), "install", "-q", *PACKAGES], check=True)
+    if not os.path.exists(bin_path("neutron-db-manage")):
+        process.venv_install(VENV, PACKAGES, create=True)
 
 
 def start(stack):

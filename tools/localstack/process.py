@@ -3,6 +3,7 @@ checks, and the stack's own virtualenv and Debian packages."""
 
 import contextlib
 import os
+import shutil
 import signal
 import socket
 import sqlite3
@@ -117,14 +118,34 @@ def install_missing(debs, venv_extras):
         subprocess.run(["apt-get", "install", "-y", "-qq", *missing_debs], check=True, env=env,
                        stdout=subprocess.DEVNULL)
     if not all(os.path.exists(venv_bin(b)) for b in STACK_COMMANDS):
-        log(f"installing {' '.join(STACK_PACKAGES)} into {STACK_VENV}")
-        subprocess.run([sys.executable, "-m", "venv", STACK_VENV], check=True)
-        subprocess.run([venv_bin("pip"), "install", "-q", *STACK_PACKAGES], check=True)
+        venv_install(STACK_VENV, STACK_PACKAGES, create=True)
     extra = [pkg for packages, installed in venv_extras if not installed() for pkg in packages]
     if extra:
-        # With STACK_PACKAGES again, so pip keeps their pins.
-        log(f"installing {' '.join(extra)} into {STACK_VENV}")
-        subprocess.run([venv_bin("pip"), "install", "-q", *STACK_PACKAGES, *extra], check=True)
+        # With STACK_PACKAGES again, so the installer keeps their pins.
+        venv_install(STACK_VENV, (*STACK_PACKAGES, *extra))
+
+
+def venv_install(venv, packages, create=False):
+    """Install ``packages`` into the virtualenv ``venv`` (made first when ``create``),
+    with uv where it is installed (the test extras bring it: about ten times pip's
+    speed on a fresh machine), else with the virtualenv's pip."""
+    log(f"installing {' '.join(packages)} into {venv}")
+    if create:
+        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    python = os.path.join(venv, "bin", "python")
+    uv = _uv()
+    command = ([uv, "pip", "install", "--quiet", "--python", python] if uv
+               else [python, "-m", "pip", "install", "-q"])
+    subprocess.run([*command, *packages], check=True)
+
+
+def _uv():
+    """uv's executable, or None."""
+    try:
+        import uv
+        return uv.find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        return shutil.which("uv")
 
 
 class Service:
