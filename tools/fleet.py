@@ -200,13 +200,7 @@ class Ironic:
     def create(self, resource_class="baremetal-gold", state="available", traits=(),
                maintenance=False, instance=False, power="power on"):
         """A node in the given state (enroll, manageable, available, active)."""
-        node = str(uuid.uuid4())  # ours, so a repeat can look for it
-        body = {"uuid": node, "driver": "fake-hardware", "shard": self.shard}
-        if resource_class is not None:
-            body["resource_class"] = resource_class
-        self._call("POST", "/v1/nodes", json=body, landed=lambda: self.find(node) is not None)
-        if traits:
-            self.set_traits(node, traits)
+        node = self.enroll(resource_class, traits)
         if state != "enroll":
             self.provision(node, "manage", "manageable")
         if state in ("available", "active"):
@@ -219,6 +213,17 @@ class Ironic:
             self.provision(node, "active", "active")
         if maintenance:
             self.set_maintenance(node, True)
+        return node
+
+    def enroll(self, resource_class="baremetal-gold", traits=()):
+        """A new node in enroll state, of this shard; its uuid."""
+        node = str(uuid.uuid4())  # ours, so a repeat can look for it
+        body = {"uuid": node, "driver": "fake-hardware", "shard": self.shard}
+        if resource_class is not None:
+            body["resource_class"] = resource_class
+        self._call("POST", "/v1/nodes", json=body, landed=lambda: self.find(node) is not None)
+        if traits:
+            self.set_traits(node, traits)
         return node
 
     def create_many(self, count, **kw):

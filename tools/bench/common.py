@@ -95,13 +95,7 @@ def load_nodes(ironic, count, threads=None,
                classes=("baremetal-silver", "baremetal-gold", "baremetal-gold")):
     """Fast loader: one POST per node (enroll state), classes in turn, a trait on every tenth."""
     def create(i):
-        body = {"driver": "fake-hardware", "shard": ironic.shard}
-        if classes[i % len(classes)] is not None:
-            body["resource_class"] = classes[i % len(classes)]
-        uuid = ironic._call("POST", "/v1/nodes", json=body)["uuid"]
-        if i % 10 == 0:
-            ironic.set_traits(uuid, ["CUSTOM_GPU"])
-        return uuid
+        return ironic.enroll(classes[i % len(classes)], ["CUSTOM_GPU"] if i % 10 == 0 else ())
     with concurrent.futures.ThreadPoolExecutor(threads or loader_threads()) as pool:
         return list(pool.map(create, range(count)))
 
