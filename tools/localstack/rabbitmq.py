@@ -42,9 +42,17 @@ def ctl(stack, *args, check=False, timeout=30):
                           timeout=timeout)
 
 
+# The largest message the test broker takes (RabbitMQ 4's default is 16 MiB): no message
+# of the agents' may come near it at any fleet size (shared_listing's pages).
+MAX_MESSAGE_BYTES = 1 << 20
+
+
 def start(stack):
-    with open(os.path.join(stack.service_dir(NAME), "enabled_plugins"), "w") as f:
+    base = stack.service_dir(NAME)
+    with open(os.path.join(base, "enabled_plugins"), "w") as f:
         f.write("[].\n")
+    with open(os.path.join(base, "rabbitmq.conf"), "w") as f:
+        f.write(f"max_message_size = {MAX_MESSAGE_BYTES}\n")
     stack.services[NAME].spawn([f"{RABBIT_BIN}/rabbitmq-server"], env(stack))
     process.wait_until(lambda: process.port_open(stack.ports[NAME]), 60, "RabbitMQ")
     # Bound the agents' listener-pool queues, as an operator would: a pool
