@@ -83,7 +83,7 @@ class Resync:
             return self.stopping.is_set() or self.ownership.fenced
 
         try:
-            for result in self.reconciler.create_in_bulk(new, self._enqueue, should_stop):
+            for result in self.reconciler.create_in_bulk(new, self.enqueue, should_stop):
                 self.metrics.record_sync(result)
         except errors.ServiceError as e:  # the queue has the rest, and retries
             self.deps[e.section].failed(e)

@@ -79,3 +79,39 @@ def test_healthz_fails_once_no_pass_completed_for_two_cycles():
     assert health.healthy()[0]
     now[0] = 46
     assert not health.healthy()[0]  # nothing began since: the loop is stuck
+
+
+class Drift:
+    """What a pass found: two nodes out of step, one provider to create."""
+    changed, nodes, skipped = 2, 10, 0
+    keys = ["n1", "n2"]
+
+    def __init__(self):
+        self.new = ["n3"]
+        self.verdict = type("Verdict", (), {"refused": None, "waiting": (), "delete": (),
+                                            "reason": None})()
+
+
+class Reconciler:
+    def __init__(self):
+        self.saved = 0
+
+    def drift(self, listing, tee):
+        return Drift()
+
+    def create_in_bulk(self, new, enqueue, should_stop):
+        enqueue(["n3"])  # a creation the bulk path leaves to the queue
+        return iter(())
+
+    def save_observations(self):
+        self.saved += 1
+
+
+def test_a_pass_enqueues_what_differs_and_what_bulk_creation_leaves(agent):
+    queued = []
+    agent.pass_.reconciler = Reconciler()
+    agent.pass_.enqueue = queued.extend
+    assert agent.pass_.run(listing=None) is True
+    assert queued == ["n1", "n2", "n3"]
+    assert agent.pass_.reconciler.saved == 1
+    assert agent.metrics.reconcile_passes._value.get() == 1
