@@ -324,7 +324,11 @@ class Agent:
             started = time.monotonic()
             self.health.began()
             with self.metrics.reconciling.track_inprogress():
-                done = self.resync(listing)
+                try:
+                    done = self.resync(listing)
+                except Exception:  # a bug: this pass is lost, the agent is not
+                    LOG.exception("reconcile pass failed")
+                    done = False
             if done:
                 self.threads.recovered(started)
                 self.health.passed()
