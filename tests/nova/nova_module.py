@@ -1,17 +1,25 @@
 """nova's own Ironic driver test module as the conformance suite of nova_compute.py.
 
-    python -m tests.nova.nova_module            # (tox -e nova runs it)
+    python -m tests.nova.nova_module                     # (tox -e nova runs it)
+    python -m tests.nova.nova_module --record-baseline   # after a nova upgrade
 
 Runs ``nova/tests/unit/virt/ironic/test_driver.py`` as shipped in the installed
-nova, with nova's runner (stestr), twice: on nova's ``IronicDriver`` and on
-``rp_reporter.nova_compute.IronicDriver`` (tests/nova/conformance).  Fails when
-a test that passes on nova's class fails on ours and is not listed in
-tests/nova/deliberate_differences.txt, or when a listed one passes on ours (the
-list would be stale) or does not pass on nova's.
+nova, with nova's runner (stestr), on ``rp_reporter.nova_compute.IronicDriver``
+(tests/nova/conformance), and compares it with the same module on nova's own
+``IronicDriver``.  Fails when a test that passes on nova's class fails on ours and
+is not listed in tests/nova/deliberate_differences.txt, or when a listed one
+passes on ours (the list would be stale) or does not pass on nova's.
+
+nova's own run is the same for every run of one nova release (its class does not
+change), so it is recorded in tests/nova/nova_baseline.json with the release it
+was made on; it is run again, and compared in full, whenever the installed nova
+is another release (or with ``--record-baseline``, which also rewrites the file).
 """
 
 import argparse
+import importlib.metadata
 import io
+import json
 import os
 import pathlib
 import subprocess
@@ -26,6 +34,7 @@ import testtools
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 DIFFERENCES = HERE / "deliberate_differences.txt"
+BASELINE = HERE / "nova_baseline.json"
 MODULE = "nova.tests.unit.virt.ironic.test_driver"
 SITE = pathlib.Path(nova.__file__).resolve().parent.parent
 
@@ -109,16 +118,44 @@ def _counts(results):
     return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
 
 
+def recorded(nova_version, path=BASELINE):
+    """{test id: status} of nova's module on nova's class as recorded for this release,
+    or None when the record is of another release (or there is none)."""
+    if not path.exists():
+        return None
+    record = json.loads(path.read_text())
+    if record.get("nova") != nova_version:
+        return None
+    return record["results"]
+
+
+def record(results, nova_version, path=BASELINE):
+    path.write_text(json.dumps({"nova": nova_version, "module": MODULE, "results": results},
+                               indent=1, sort_keys=True) + "\n")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--concurrency", type=int, help="stestr workers (default: CPUs)")
+    parser.add_argument("--record-baseline", action="store_true",
+                        help="run nova's module on nova's class and record it")
     args = parser.parse_args(argv)
     listed = deliberate_differences()
     started = time.monotonic()
-    nova_results, nova_seconds = run("nova", args.concurrency)
+    nova_version = importlib.metadata.version("nova")
+    nova_results = None if args.record_baseline else recorded(nova_version)
+    if nova_results is None:
+        nova_results, nova_seconds = run("nova", args.concurrency)
+        record(nova_results, nova_version)
+        how = f"run now, {nova_seconds:.0f} s; recorded in {BASELINE.name}"
+    else:
+        how = f"recorded for nova {nova_version} in {BASELINE.name}"
     ours_results, ours_seconds = run("ours", args.concurrency)
+    if set(ours_results) != set(nova_results):
+        raise SystemExit(f"{BASELINE.name} lists other tests than nova {nova_version}'s "
+                         "module runs: run with --record-baseline")
     print(f"nova's module on nova's IronicDriver: {len(nova_results)} tests: "
-          f"{_counts(nova_results)} ({nova_seconds:.0f} s)")
+          f"{_counts(nova_results)} ({how})")
     print(f"nova's module on rp_reporter's IronicDriver: {len(ours_results)} tests: "
           f"{_counts(ours_results)} ({ours_seconds:.0f} s)")
     for test in sorted(t for t, s in nova_results.items() if s != "success"):
