@@ -66,7 +66,6 @@ class Health:
             return False, f"deletion refused: {self.deletion_refused}"
         return True, "ok"
 
-
     def stalled(self):
         """Why the reconcile loop counts as stalled (no pass completed within its due
         time, and none began within it either), or None."""

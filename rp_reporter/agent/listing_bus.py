@@ -36,11 +36,9 @@ from rp_reporter.sync import shared_listing
 LOG = logging.getLogger("rp_reporter.agent")
 TOPIC = "rp_reporter_listing"
 EXCHANGE = "rp_reporter"
-VERSION = "1.0"
-NAMESPACE = "rp_reporter.listing"
-
-
+# 2.0: one signed ``message`` per cast (listing_messages); 1.0's bare arguments are gone.
 VERSION = "2.0"
+NAMESPACE = "rp_reporter.listing"
 # Casts waiting for the sender thread; past this the pass drops the rest of its slices.
 SEND_QUEUE = 64
 # The listings whose failed members the sender remembers (older ones are over).

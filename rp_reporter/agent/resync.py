@@ -32,11 +32,8 @@ class Resync:
         started = time.monotonic()
         try:
             drift = self.reconciler.drift(listing=listing, tee=tee)
-        except errors.ServiceError as e:
+        except errors.ServiceError as e:  # a bug's exception is the loop's (Agent.cycle)
             self.deps[e.section].failed(e)
-            return False
-        except Exception:  # a bug: this pass is lost, the agent is not
-            LOG.exception("reconcile pass failed")
             return False
         if listing is None:  # both services answered this agent's own listings
             for dep in self.deps.values():
