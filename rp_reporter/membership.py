@@ -35,6 +35,9 @@ class Alone:
 
     lapses = 0  # never fenced
     down = None  # no backend to fail
+    # Whether a member missing from members() is known dead (a lease ran out), which
+    # is what re-homing a dead member's work needs; a static list knows nobody's state.
+    tracks_liveness = False
     # Members never come or go while it runs: the ring seen first is the ring for good,
     # so nothing is worth waiting for before the first pass.
     changes_at_run_time = False
@@ -54,6 +57,11 @@ class Alone:
 
     def members(self):
         return {self.member_id}
+
+    @contextlib.contextmanager
+    def lock(self, name):
+        """No backend to hold a lock in: nothing is ever exclusive here."""
+        yield False
 
     def stop(self):
         pass
@@ -86,6 +94,7 @@ class Group:
     """Membership in a tooz group with heartbeats, a lease and fencing."""
 
     changes_at_run_time = True  # agents join one by one, and leave
+    tracks_liveness = True
 
     def __init__(self, backend_url, group, member_id, heartbeat=1.0, lease=10.0,
                  capabilities=b""):
@@ -129,6 +138,10 @@ class Group:
 
     def tick(self):
         """Renew and read the live members; returns them ({} while fenced)."""
+        # The lease is counted from before the renewal is sent: the backend starts it
+        # when the renewal arrives, later, so a deadline counted from here never runs
+        # past the backend's, however long the call blocks.
+        sent = time.monotonic()
         try:
             if self._last_renewal is None:
                 self._join()
@@ -143,7 +156,7 @@ class Group:
                 members.add(self.member_id)
             if self._last_renewal is not None and self.fenced:
                 self.lapses += 1  # the deadline passed before this renewal got through
-            self._last_renewal = time.monotonic()
+            self._last_renewal = sent
             self._members = members
             self._backend.ok()
         # Any failure, not only tooz's: a driver's client may raise its own errors
@@ -189,6 +202,27 @@ class Group:
 
     def members(self):
         return set(self._members)
+
+    @contextlib.contextmanager
+    def lock(self, name):
+        """Yields whether this member holds the backend's lock ``name`` (tried once,
+        never waited for): one member at a time does what it guards, however the
+        members' views of each other differ.  Not held while fenced."""
+        if self.fenced or self._coordinator is None:
+            yield False
+            return
+        lock = self._coordinator.get_lock(f"{self.group.decode()}-{name}".encode())
+        try:
+            held = lock.acquire(blocking=False)
+        except Exception as e:  # noqa: BLE001 - any driver's error: not held
+            LOG.warning("lock %s not taken: %s", name, e)
+            held = False
+        try:
+            yield held
+        finally:
+            if held:
+                with contextlib.suppress(Exception):  # it expires in the backend
+                    lock.release()
 
     def stop(self):
         if self._coordinator is None:

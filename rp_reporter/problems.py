@@ -34,7 +34,7 @@ class ProblemLog:
             self._log.warning("node %s: %s", uuid, message)
         return new
 
-    def only(self, uuid, messages):
+    def replace(self, uuid, messages):
         """The node's problems are exactly ``messages`` now: new ones are logged, and
         the node's others forgotten (for callers without passes: the nova driver)."""
         with self._lock:

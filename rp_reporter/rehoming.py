@@ -1,4 +1,5 @@
-"""Which compute services are fenced, and which of their nodes a survivor moves.  Pure.
+"""Which compute services are fenced, which of their nodes a survivor moves, and when a
+driver refuses to act on a server.  Pure.
 
 With ``peers_from = coordination`` every nova-compute of a group is a member of
 rp_reporter's coordination group, and the ring over the live members says which
@@ -10,15 +11,22 @@ ironic_compute_node_move`` does by hand.  Here a survivor does it, one node at a
 time, once the dead service is fenced *twice over*:
 
 * its coordination lease has expired (it is no live member of the group), and
-* nova itself reports it down (its servicegroup: no report for
-  ``service_down_time``, or forced down).
+* nova reports it down: forced down, or its reports to nova stopped for
+  ``service_down_time`` as this service's own clock measures it (``ReportWatch``:
+  a survivor whose wall clock is skewed would otherwise see every service down).
 
 Lease loss alone is never enough: a service cut off from the coordination
-backend while nova still sees it up is partitioned, not dead, and its servers
-are still served by it.  Each node is moved by its ring owner among the live
-members only, so one survivor moves it; the steps are idempotent and found
-again from the instances on fenced services, so a mover that dies half-way is
-finished by the next owner's periodic.
+backend while its reports to nova go on is partitioned, not dead, and its servers
+are still served by it.  Before the first of its servers moves, the mover forces
+the fenced service down (nova's own fence, which ``ironic_compute_node_move``
+requires); each node is moved under a lock in the coordination backend by its
+ring owner among the live members, after reading again that the server is still
+homed on the fenced service, so a server moves once however the survivors' views
+differ.  The steps are idempotent and found again from the instances on fenced
+services, so a mover that dies half-way is finished by the next owner.
+
+A service that resumes after a pause acts on no server moved meanwhile: before
+each operation on a server the driver reads where it is homed (``refusal``).
 """
 
 import collections
@@ -58,3 +66,35 @@ def refused(instances):
     ``nodes_to_move``)."""
     counts = collections.Counter(node for node, _ in instances if node)
     return {node: n for node, n in sorted(counts.items()) if n > 1}
+
+
+class ReportWatch:
+    """Which compute services nova would report down, judged by this service's own
+    monotonic clock: a service is down when its report (nova's ``report_count`` and
+    ``updated_at``) has not changed for ``down_after`` seconds of watching it, or an
+    operator or a mover forced it down.  nova's own answer (its wall clock against
+    the record's timestamp) must agree, so a watcher that has not watched long enough
+    never calls anyone down, and one whose wall clock runs ahead calls down no service
+    whose reports go on."""
+
+    def __init__(self, down_after):
+        self.down_after = down_after
+        self._since = {}  # host: (report, when it was first seen)
+
+    def down(self, host, report, forced_down, nova_says_up, now):
+        seen = self._since.get(host)
+        if seen is None or seen[0] != report:
+            self._since[host] = seen = (report, now)
+        stalled = now - seen[1] >= self.down_after
+        return forced_down or (stalled and not nova_says_up)
+
+
+def refusal(homed_on, me, forced_down):
+    """Why this service must not act on a server homed on ``homed_on`` (read just
+    now), or None: it was moved away while this service could not see it (a pause,
+    a partition), or this service is forced down (fenced by a mover)."""
+    if homed_on is None or homed_on.lower() != me.lower():
+        return f"the server is homed on {homed_on or 'no service'} now, not here"
+    if forced_down:
+        return "this compute service is forced down (fenced)"
+    return None

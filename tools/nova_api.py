@@ -110,6 +110,18 @@ class Nova:
                                    f"{create['request_id']}")["instanceAction"]["events"]
         return sum(e["event"] == "compute__do_build_and_run_instance" for e in events)
 
+    def events(self, server):
+        """[(action, event, host, start time, result)] of every event of every instance
+        action of the server (nova's ``server event list``, admin's view with the host)."""
+        found = []
+        for action in self._call("GET", f"/servers/{server}/os-instance-actions")[
+                "instanceActions"]:
+            detail = self._call("GET", f"/servers/{server}/os-instance-actions/"
+                                       f"{action['request_id']}")["instanceAction"]
+            found += [(action["action"], e["event"], e.get("host"), e["start_time"],
+                       e.get("result")) for e in detail.get("events", [])]
+        return found
+
     # -- compute services --------------------------------------------------------
     def compute_service(self, host):
         """nova-compute ``host``'s os-services record, or None before it registered."""

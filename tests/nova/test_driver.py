@@ -8,6 +8,7 @@ service has its own instance list (what nova's database would say), and the live
 list is what nova's ServiceList would return.
 """
 
+import contextlib
 import threading
 import time
 import uuid
@@ -29,6 +30,10 @@ from openstack.baremetal.v1 import node as sdk_node
 
 from rp_reporter import model
 from rp_reporter import nova_compute
+from rp_reporter import rehoming
+from rp_reporter.nova_compute import coordinated_ring
+from rp_reporter.nova_compute import guard
+from rp_reporter.nova_compute import rehome
 from rp_reporter.sync import plan as planner
 from tools import fleet
 
@@ -159,26 +164,27 @@ def test_a_release_during_novas_refresh_is_not_undone_by_it(nova_config, monkeyp
             for n in (str(uuid.uuid4()) for _ in range(300))}
     driver = Fleet.driver("ours")
     forgotten = set()
-    monkeypatch.setattr(nova_compute.report, "report_client_singleton", lambda: type(
+    monkeypatch.setattr(coordinated_ring.report, "report_client_singleton", lambda: type(
         "ReportClient", (), {"invalidate_resource_provider": staticmethod(forgotten.add)})())
     members = {HOSTS[0], HOSTS[1]}
-    monkeypatch.setattr(driver, "_members", lambda: set(members))
+    ring = driver._coordinated_ring()
+    monkeypatch.setattr(ring, "members", lambda: set(members))
 
     def mine(on):
-        ring = driver._ring_of(on)
+        ring = driver._coordinated_ring().ring_of(on)
         return {n: node for n, node in free.items()
                 if HOSTS[0] in ring.get_nodes(n.encode())}
 
     def novas_refresh(self):
         listed = mine({HOSTS[0], HOSTS[1]})  # the ring at the refresh's start
         members.add(HOSTS[2])  # meanwhile a service joins; the renewals release to it
-        renewal = threading.Thread(target=driver._release_to_new_ring)
+        renewal = threading.Thread(target=ring.release_to_new_ring)
         renewal.start()
         renewal.join(5)
         self.node_cache = listed  # nova assigns what it built, at its end
     monkeypatch.setattr(nova_driver.IronicDriver, "_refresh_cache", novas_refresh)
     driver.node_cache = mine({HOSTS[0], HOSTS[1]})
-    driver._managed = set(driver.node_cache)
+    ring._managed = set(driver.node_cache)
     try:
         driver._refresh_cache()
     finally:
@@ -203,43 +209,200 @@ class DownHosts:
 
 
 class NodeLookup:
-    """nova's openstacksdk baremetal proxy, for get_node only: these nodes exist."""
+    """nova's openstacksdk baremetal proxy, for get_node only: these nodes exist (with
+    the instance Ironic names on each); ``failing`` ones answer 500."""
 
-    def __init__(self, nodes):
-        self.nodes = set(nodes)
+    def __init__(self, nodes, failing=()):
+        self.nodes = dict(nodes)
+        self.failing = set(failing)
 
     def get_node(self, node, fields=None):
+        if node in self.failing:
+            raise sdk_exc.HttpException(f"node {node}: 500 Internal Server Error")
         if node not in self.nodes:
             raise sdk_exc.NotFoundException(f"node {node} not found")
-        return sdk_node.Node(id=node, shard=None, conductor_group="")
+        return sdk_node.Node(id=node, shard=None, conductor_group="",
+                             instance_id=self.nodes[node])
+
+
+class Locks:
+    """A membership's locks: each taken (or not, ``held``) and recorded."""
+
+    def __init__(self, held=True):
+        self.held, self.taken = held, []
+
+    @contextlib.contextmanager
+    def lock(self, name):
+        self.taken.append(name)
+        yield self.held
+
+
+class Cell:
+    """What nova's database says, for the re-homing job: services (host -> forced down,
+    report count), instances (host -> [Instance]); ``moves`` what the job wrote, in order."""
+
+    def __init__(self, monkeypatch, services, instances):
+        self.services, self.instances, self.moves = dict(services), instances, []
+        monkeypatch.setattr(objects.ServiceList, "get_by_binary",
+                            lambda ctxt, binary, include_disabled=False: [
+                                self.service(h) for h in self.services])
+        monkeypatch.setattr(objects.Service, "get_by_compute_host",
+                            lambda ctxt, host: self.service(host))
+        monkeypatch.setattr(objects.Service, "save", lambda svc: self.moves.append(
+            ("forced down", svc.host)) or self.services.update({svc.host: (
+                svc.forced_down, self.services[svc.host][1])}))
+        monkeypatch.setattr(objects.InstanceList, "get_by_host",
+                            lambda ctxt, host: [i for i in self.all() if i.host == host])
+        monkeypatch.setattr(objects.Instance, "get_by_uuid",
+                            lambda ctxt, uuid, expected_attrs=None: next(
+                                i for i in self.all() if i.uuid == uuid))
+        monkeypatch.setattr(rehome.Rehoming, "_move_instance", staticmethod(
+            lambda ctxt, instance: self.moves.append(("instance", instance.uuid))
+            or setattr(instance, "host", CONF.host)))
+        monkeypatch.setattr(rehome.Rehoming, "_move_compute_node", staticmethod(
+            lambda ctxt, node: self.moves.append(("compute node", node))))
+
+    def all(self):
+        return [i for held in self.instances.values() for i in held]
+
+    def service(self, host):
+        if host not in self.services:
+            raise exception.ComputeHostNotFound(host=host)
+        forced, reports = self.services[host]
+        return objects.Service(host=host, forced_down=forced, report_count=reports,
+                               updated_at=None)
+
+
+def rehoming_job(members, ironic, down=(), locks=None):
+    """The re-homing job of compute-a, with ``members`` live and ``down`` reported down by
+    nova, whose report watch has watched long enough."""
+    driver = Fleet.driver("ours", ironic)
+    ring = driver._coordinated_ring()
+    ring.members = lambda: set(members)
+    ring.membership = locks or Locks()
+    job = rehome.Rehoming(ring, lambda: ironic, driver._problems)
+    job.watch = rehoming.ReportWatch(0)  # stalled at first sight
+    job._servicegroup = DownHosts(down)
+    return job
+
+
+def an_instance(host, node):
+    return objects.Instance(uuid=str(uuid.uuid4()), node=node, host=host, task_state=None)
 
 
 def test_a_fenced_service_is_found_by_its_instances_not_its_node_records(
         nova_config, monkeypatch):
     """A mover that dies between its two steps leaves the instance on itself and the
     node's record on the first dead service; by the time it is fenced the survivors may
-    have taken all its free nodes, so no Ironic compute node record names it (nova's
-    ServiceList.get_all_computes_by_hv_type no longer lists it).  Its instance is still
-    found and moved; an instance of another driver (a hypervisor hostname) and one on a
-    node Ironic no longer has are left alone, with no error."""
+    have taken all its free nodes, so no Ironic compute node record names it.  Its
+    instance is still found and moved; an instance of another driver (a hypervisor
+    hostname) and one on a node Ironic no longer has are left alone, with no error."""
     dead_mover, ironic_node, gone_node = "compute-mover", str(uuid.uuid4()), str(uuid.uuid4())
-    instances = {dead_mover: [objects.Instance(uuid=str(uuid.uuid4()), node=node)
+    instances = {dead_mover: [an_instance(dead_mover, node)
                               for node in (ironic_node, gone_node, "libvirt-host-7")]}
-    monkeypatch.setattr(objects.ServiceList, "get_all_computes_by_hv_type",
-                        lambda ctxt, hv: [objects.Service(host=HOSTS[0])])
-    monkeypatch.setattr(objects.ServiceList, "get_by_binary",
-                        lambda ctxt, binary, include_disabled=False: [
-                            objects.Service(host=h) for h in (HOSTS[0], dead_mover)])
-    monkeypatch.setattr(objects.InstanceList, "get_by_host",
-                        lambda ctxt, host: instances.get(host, []))
-    driver = Fleet.driver("ours", NodeLookup([ironic_node]))
-    driver._servicegroup_api = DownHosts([dead_mover])
-    moved = []
-    monkeypatch.setattr(driver, "_rehome", lambda ctxt, node, instance, host: moved.append(
-        (node, instance.uuid, host)))
-    driver.hash_ring = driver._ring_of({HOSTS[0]})  # the last live member: owns them all
-    driver._rehome_from_fenced(nova_context.get_admin_context(), {HOSTS[0]})
-    assert moved == [(ironic_node, instances[dead_mover][0].uuid, dead_mover)]
+    cell = Cell(monkeypatch, {HOSTS[0]: (False, 5), dead_mover: (False, 9)}, instances)
+    lookup = NodeLookup({ironic_node: instances[dead_mover][0].uuid})
+    job = rehoming_job({HOSTS[0]}, lookup, down=[dead_mover])
+    job.run_once(nova_context.get_admin_context())
+    assert cell.moves == [("forced down", dead_mover),
+                          ("instance", instances[dead_mover][0].uuid),
+                          ("compute node", ironic_node)]
+    assert job.counts == {"fenced": 1, "moved": 1, "refused": 1}
+
+
+def test_a_new_service_moves_nothing_before_nova_made_its_record(nova_config, monkeypatch):
+    """nova runs init_host before it creates a new host's Service record: a move then
+    stranded a server on a service that failed to start (ComputeHostNotFound)."""
+    node = str(uuid.uuid4())
+    instances = {"compute-dead": [an_instance("compute-dead", node)]}
+    cell = Cell(monkeypatch, {"compute-dead": (False, 3)}, instances)
+    job = rehoming_job({HOSTS[0]}, NodeLookup({node: instances["compute-dead"][0].uuid}),
+                       down=["compute-dead"])
+    job.run_once(nova_context.get_admin_context())
+    assert cell.moves == []
+    cell.services[HOSTS[0]] = (False, 1)  # nova made it: the next round moves
+    job.run_once(nova_context.get_admin_context())
+    assert ("instance", instances["compute-dead"][0].uuid) in cell.moves
+
+
+def test_one_nodes_error_is_its_own_and_the_others_move(nova_config, monkeypatch):
+    nodes = sorted(str(uuid.uuid4()) for _ in range(3))
+    instances = {"compute-dead": [an_instance("compute-dead", n) for n in nodes]}
+    cell = Cell(monkeypatch, {HOSTS[0]: (False, 1), "compute-dead": (False, 3)}, instances)
+    lookup = NodeLookup({i.node: i.uuid for i in instances["compute-dead"]},
+                        failing=[nodes[1]])
+    job = rehoming_job({HOSTS[0]}, lookup, down=["compute-dead"])
+    job.run_once(nova_context.get_admin_context())
+    assert [m[1] for m in cell.moves if m[0] == "compute node"] == [nodes[0], nodes[2]]
+    assert job.counts["failed"] == 1
+
+
+def test_a_server_moves_once_however_the_survivors_views_differ(nova_config, monkeypatch):
+    """Two survivors that both think they own the node (a stale member list, a backend
+    that lost its data): the one without the node's lock moves nothing, and one that
+    takes the lock after the other moved reads the server's new home and moves nothing."""
+    node = str(uuid.uuid4())
+    instance = an_instance("compute-dead", node)
+    cell = Cell(monkeypatch, {HOSTS[0]: (False, 1), "compute-dead": (False, 3)},
+                {"compute-dead": [instance]})
+    lookup = NodeLookup({node: instance.uuid})
+    locks = Locks(held=False)
+    rehoming_job({HOSTS[0]}, lookup, ["compute-dead"], locks).run_once(
+        nova_context.get_admin_context())
+    assert locks.taken == [f"rehome-{node}"]
+    assert [m for m in cell.moves if m[0] != "forced down"] == []
+    moved_by_other = objects.Instance.get_by_uuid
+    monkeypatch.setattr(objects.Instance, "get_by_uuid", lambda ctxt, uuid, **kw: (
+        setattr(instance, "host", HOSTS[1]) or moved_by_other(ctxt, uuid)))
+    rehoming_job({HOSTS[0]}, lookup, ["compute-dead"]).run_once(
+        nova_context.get_admin_context())
+    assert [m for m in cell.moves if m[0] != "forced down"] == []
+
+
+def test_a_service_whose_reports_go_on_is_not_fenced_by_a_skewed_clock(
+        nova_config, monkeypatch):
+    """A survivor whose wall clock runs ahead by more than service_down_time: nova's own
+    answer calls every service down; the report watch, on this service's monotonic clock,
+    sees the cut-off service's reports go on, and nothing moves."""
+    node = str(uuid.uuid4())
+    instance = an_instance("compute-cut", node)
+    cell = Cell(monkeypatch, {HOSTS[0]: (False, 1), "compute-cut": (False, 3)},
+                {"compute-cut": [instance]})
+    job = rehoming_job({HOSTS[0]}, NodeLookup({node: instance.uuid}),
+                       down=[HOSTS[0], "compute-cut"])
+    job.watch = rehoming.ReportWatch(CONF.service_down_time)
+    for reports in range(4, 8):  # it reports, a round sees each
+        cell.services["compute-cut"] = (False, reports)
+        job.run_once(nova_context.get_admin_context())
+    assert cell.moves == []
+
+
+def test_an_operation_on_a_server_moved_away_is_refused_before_ironic_is_called(
+        nova_config, monkeypatch):
+    """A service paused past its lease resumes with a reboot queued for a server a
+    survivor re-homed meanwhile: the driver reads the server's home and refuses."""
+    CONF.set_override("host", HOSTS[0])
+    node = str(uuid.uuid4())
+    instance = an_instance(HOSTS[1], node)
+    Cell(monkeypatch, {HOSTS[0]: (False, 1), HOSTS[1]: (False, 1)}, {HOSTS[1]: [instance]})
+    ironic = FakeConnection([])
+    asked = []
+    ironic.nodes = lambda **query: asked.append(query) or iter(())
+    driver = Fleet.driver("ours", ironic)
+    driver._rehoming = object()  # servers can move between these services
+    try:
+        with pytest.raises(guard.Refused, match=f"homed on {HOSTS[1]}"):
+            driver.reboot(nova_context.get_admin_context(), instance, None, "SOFT")
+        with pytest.raises(exception.InstanceNotFound):  # nova's manager: gone from here
+            driver.destroy(nova_context.get_admin_context(), instance, None)
+        assert asked == []
+        instance.host = HOSTS[0]  # homed here: nova's own reboot runs, asking Ironic
+        with pytest.raises(exception.InstanceNotFound) as raised:
+            driver.reboot(nova_context.get_admin_context(), instance, None, "SOFT")
+        assert not isinstance(raised.value, guard.Refused)
+        assert asked and asked[0]["instance_id"] == instance.uuid
+    finally:
+        CONF.clear_override("host")
 
 
 # ---------------------------------------------------------------------------

@@ -41,11 +41,11 @@ FUZZY_DELAY = 0
 NODES = 9
 RESULTS = pathlib.Path(os.environ.get("RP_BENCH_RESULTS", "bench-results")) / "nova-ha.json"
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f-]{27}")
-REHOMING = re.compile(r"^(\S+ \S+) \d+ WARNING rp_reporter\.nova_compute .*re-homing "
+REHOMING = re.compile(r"^(\S+ \S+) \d+ WARNING rp_reporter\.nova_compute\S* .*re-homing "
                       r"instance ([0-9a-f-]{36})", re.M)
-RING = re.compile(r"^(\S+ \S+) \d+ INFO rp_reporter\.nova_compute .*rp_reporter ring "
+RING = re.compile(r"^(\S+ \S+) \d+ INFO rp_reporter\.nova_compute\S* .*rp_reporter ring "
                   r"members now", re.M)
-CLAIMS = re.compile(r"^(\S+ \S+) \d+ INFO rp_reporter\.nova_compute .*nodes managed here: "
+CLAIMS = re.compile(r"^(\S+ \S+) \d+ INFO rp_reporter\.nova_compute\S* .*nodes managed here: "
                     r"\d+; claimed \[(.*?)\]; released \[(.*?)\]", re.M)
 
 
@@ -65,6 +65,7 @@ class Fleet:
     logs: dict = dataclasses.field(default_factory=dict)     # host -> its log file
     deaths: dict = dataclasses.field(default_factory=dict)   # host -> [when it stopped]
     marks: dict = dataclasses.field(default_factory=dict)    # host -> log size at start
+    envs: dict = dataclasses.field(default_factory=dict)     # host -> its test hooks' env
 
     def start(self, stack, host):
         """(Re)start ``host`` with its sections; what it logs from here is ``since``.
@@ -73,7 +74,7 @@ class Fleet:
         path = pathlib.Path(stack.workdir, f"nova-compute-{host}.log")
         self.marks[host] = path.stat().st_size if path.exists() else 0
         self.logs[host] = stack.start_compute(host, self.driver, self.shard,
-                                              **self.sections[host])
+                                              env=self.envs.get(host), **self.sections[host])
 
     def since(self, host):
         """What ``host`` logged since it was last (re)started."""
@@ -159,8 +160,7 @@ def make_fleet(stack, nova_client, workdir, name, driver, shard):
                 coordination={"backend_url": "etcd3+" + made.proxies[host].url,
                               "group": f"nova-{name}", "lease": str(LEASE),
                               "heartbeat": str(HEARTBEAT)}))
-            extra = {"rp_reporter": {"peers_from": "coordination", "config_file": str(conf),
-                                     "rehome_pause": "0"}}
+            extra = {"rp_reporter": {"peers_from": "coordination", "config_file": str(conf)}}
         made.sections[host] = nova_sections(extra)
     return made
 

@@ -8,10 +8,16 @@ what it saw.  Timings are wall-clock on this machine, with the settings of
 conftest.py (lease, nova's resource-tracker interval and service_down_time).
 """
 
+import datetime
+import json
+import pathlib
+import re
+import signal
 import time
 
 import pytest
 
+from rp_reporter.nova_compute import rehome
 from tests.functional.agents import wait_for
 from tests.nova_ha import conftest as ha
 
@@ -170,12 +176,26 @@ def ours(cloud, stock, tmp_path_factory):
     print(f"\nours, a service partitioned: {facts['partition']}")
     facts["mover"] = mover_killed(cloud, made, facts["servers"])
     print(f"\nours, a mover killed: {facts['mover']}")
-    facts.update(integrity(cloud, made, facts["servers"]))
+    # Before the pause: a paused service logs no release until it resumes, and the
+    # spans read from the logs would count the pause as two managers.
     facts["double_claimed_max_s"] = ha.double_claimed_max_s(
         ha.managed_spans(made, time.time()))
+    facts["pause"] = pause_and_resume(cloud, made, facts["servers"])
+    print(f"\nours, a service paused and resumed: {facts['pause']}")
+    facts["replacement"] = replacement_host(cloud, made, facts["servers"])
+    print(f"\nours, every service killed, a new host: {facts['replacement']}")
+    facts.update(integrity(cloud, made, facts["servers"]))
     cloud.results.update(row(facts, resumed=facts["mover"]["resumed"],
                              double_claimed=facts["double_claimed_max_s"], lease=ha.LEASE))
     cloud.results["partition"] = dict(facts["partition"])
+    cloud.results.update(
+        pause_resume_actions_on_moved=facts["pause"]["actions_on_moved"]
+        + facts["pause"]["ironic_writes_on_moved"],
+        replacement_host_ok=facts["replacement"]["ok"],
+        stuck_task_states_after=facts["replacement"].get("stuck_task_states"),
+        moves_per_server_max=max(facts["pause"]["moves_per_server_max"],
+                                 facts["replacement"]["moves_per_server_max"]),
+        pause=dict(facts["pause"]), replacement=dict(facts["replacement"]))
     return facts
 
 
@@ -229,7 +249,7 @@ def mover_killed(cloud, made, servers):
     """A mover killed half-way (between moving an instance and its compute node
     record) is finished by the next ring owner once the mover is fenced in turn."""
     for host in made.hosts:  # a pause between the two steps, to kill the mover in it
-        made.sections[host]["rp_reporter"]["rehome_pause"] = str(REHOME_PAUSE)
+        made.envs[host] = {"RP_REPORTER_TEST_REHOME_STEP_PAUSE": str(REHOME_PAUSE)}
         made.start(cloud.stack, host)
     for host in made.hosts:
         wait_for(lambda h=host: ha.member_logged(made, h), 120, f"{host} restarted")
@@ -265,9 +285,148 @@ def mover_killed(cloud, made, servers):
     except AssertionError:
         facts["resumed"] = False
     for host in (victim, mover):  # back to three, without the pause
-        made.sections[host]["rp_reporter"]["rehome_pause"] = "0"
+        made.envs.pop(host, None)
         made.start(cloud.stack, host)
         wait_for(lambda h=host: cloud.nova.compute_up(h), 120, f"{host} up again")
+    return facts
+
+
+def ironic_writes(cloud, mark, nodes):
+    """Requests that change a node (PUT, PATCH, POST, DELETE) on any of ``nodes`` in
+    Ironic's API log after byte ``mark``."""
+    with open(pathlib.Path(cloud.stack.workdir, "ironic.log"), "rb") as log:
+        log.seek(mark)
+        text = log.read().decode(errors="replace")
+    return sum(len(re.findall(rf" - (?:PUT|PATCH|POST|DELETE) /v1/nodes/{n}\b", text))
+               for n in nodes)
+
+
+def utc_now():
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+def after(at, since):
+    """An event's start time (nova's ISO text, UTC) at or after ``since``."""
+    return datetime.datetime.fromisoformat(at[:19]) >= since.replace(microsecond=0)
+
+
+def rehomes_of(cloud, server, since):
+    """Re-homing moves of the server since ``since`` (its instance actions)."""
+    return sum(event == rehome.ACTION and after(at, since)
+               for _, event, _, at, _ in cloud.nova.events(server))
+
+
+def pause_and_resume(cloud, made, servers):
+    """The service holding the most servers paused (SIGSTOP) past its lease and nova's
+    service_down_time, a reboot of one of its servers asked while nova still saw it up
+    (queued for it, as in production); its servers re-homed meanwhile; then it resumes
+    (SIGCONT).  It must act on none of them: no Ironic write on their nodes, no instance
+    action event of its own after the move.  Then each is rebooted and deleted through
+    nova's API."""
+    placed = {s: cloud.nova.server(s)["OS-EXT-SRV-ATTR:host"] for s in servers}
+    victim = max(made.hosts, key=lambda h: sum(host == h for host in placed.values()))
+    theirs = [s for s, host in placed.items() if host == victim]
+    assert theirs, f"no server on any service: {placed}"
+    survivors = [h for h in made.hosts if h != victim]
+    mark = pathlib.Path(cloud.stack.workdir, "ironic.log").stat().st_size
+    paused_at = utc_now()
+    service = cloud.stack.service(f"nova-compute-{victim}")
+    service.signal(signal.SIGSTOP)
+    try:
+        time.sleep(3)
+        cloud.nova.reboot(theirs[0])  # nova still sees it up: the cast waits for it
+        wait_for(lambda: all(cloud.nova.server(s)["OS-EXT-SRV-ATTR:host"] in survivors
+                             for s in theirs),
+                 FENCED_AFTER_KILL + 3 * ha.PERIODIC + 60, "the paused service's servers "
+                 "re-homed")
+        moved_at = utc_now()
+    finally:
+        service.signal(signal.SIGCONT)
+    resumed_at = time.time()
+    wait_for(lambda: ha.ring_logged(made, victim, resumed_at), ha.LEASE + 3 * ha.PERIODIC,
+             "the resumed service a ring member again")
+    time.sleep(2 * ha.PERIODIC)  # its periodics run, its queued reboot is taken
+    # Its own events since the move: a queued RPC records its attempt before anything
+    # else (nova's wrap_instance_event); one that did nothing ends in Error (the cleared
+    # task state failed its expected-task-state check), one that acted, otherwise.
+    own = [result for s in theirs for _, _, host, at, result in cloud.nova.events(s)
+           if host == victim and after(at, moved_at)]
+    facts = {"host": victim, "servers": len(theirs),
+             "ironic_writes_on_moved": ironic_writes(
+                 cloud, mark, [placed_node(cloud, made, s) for s in theirs]),
+             "actions_on_moved": sum(result != "Error" for result in own),
+             "attempts_refused": sum(result == "Error" for result in own),
+             "refused_logged": made.since(victim).count("refused to "),
+             "moves_per_server_max": max(rehomes_of(cloud, s, paused_at) for s in theirs)}
+    operable = [cloud.nova.operable(s, timeout=60) for s in theirs]
+    facts["servers_operable"] = [sum(operable), len(theirs)]
+    for server in theirs:
+        cloud.nova.delete(server)
+        cloud.nova.wait_gone(server)
+        del servers[server]
+    facts["deleted"] = len(theirs)
+    return facts
+
+
+def host_of(cloud, server):
+    """The server's compute service, or None once it is gone."""
+    found = cloud.nova.server(server)
+    return found and found["OS-EXT-SRV-ATTR:host"]
+
+
+def placed_node(cloud, made, server):
+    return cloud.nova.server(server)["OS-EXT-SRV-ATTR:hypervisor_hostname"]
+
+
+def replacement_host(cloud, made, servers):
+    """Every member killed, then a service started under a new host name with the same
+    configuration (an operator's replacement): it starts (nova creates its Service record
+    after init_host; a move before that failed the start), takes the free nodes and the
+    servers, strands nothing, and survives a restart."""
+    for host in made.hosts:  # a server on each, so each death leaves one to move
+        node = next((n for n in cloud.offered(made) if cloud.home(n) == host), None)
+        if node and not any(cloud.nova.server(s)["OS-EXT-SRV-ATTR:host"] == host
+                            for s in servers):
+            server = cloud.nova.boot(f"ha-{host}-last", made.flavor, host=host, node=node)
+            assert cloud.nova.wait_built(server)["status"] == "ACTIVE"
+            servers[server] = node
+    # In flight as they die: a reboot and a delete asked of two servers just before.
+    rebooted, deleted = list(servers)[:2]
+    cloud.nova.reboot(rebooted)
+    cloud.nova.delete(deleted)
+    killed_at = utc_now()
+    for host in made.hosts:
+        made.kill(cloud.stack, host)
+    new = f"{made.name}-new"
+    made.sections[new] = json.loads(json.dumps(made.sections[made.hosts[0]]))
+    made.start(cloud.stack, new)
+    facts = {"host": new, "servers": len(servers)}
+    try:
+        wait_for(lambda: cloud.nova.compute_up(new), 120, f"{new} up")
+        wait_for(lambda: all(host_of(cloud, s) in (new, None) and cloud.home(n) == new
+                             for s, n in servers.items())
+                 and all(h == [new] for h in cloud.homes(made.nodes).values()),
+                 FENCED_AFTER_KILL + 6 * ha.PERIODIC + 60,
+                 f"{new} holding every node and server")
+        time.sleep(ha.PERIODIC)  # the re-homing plus one periodic
+        facts["stuck_task_states"] = sum(
+            bool(found and found["OS-EXT-STS:task_state"])
+            for found in map(cloud.nova.server, servers))
+        for server in [s for s in servers if cloud.nova.server(s) is None]:
+            del servers[server]  # the delete finished before its service died
+        facts["in_flight_deleted"] = deleted not in servers
+        restarted = utc_now()
+        made.start(cloud.stack, new)
+        wait_for(lambda: cloud.nova.compute_up(new, since=restarted), 120,
+                 f"{new} up after a restart")
+        facts["servers_operable"] = [sum(cloud.nova.operable(s, timeout=60) for s in servers),
+                                     len(servers)]
+        facts["ok"] = facts["servers_operable"][0] == len(servers)
+    except AssertionError as e:
+        facts.update(ok=False, why=str(e)[:300])
+    facts["stranded"] = sum(host_of(cloud, s) not in (new, None) for s in servers)
+    facts["moves_per_server_max"] = max((rehomes_of(cloud, s, killed_at) for s in servers),
+                                        default=0)
     return facts
 
 
@@ -327,6 +486,24 @@ def test_a_partitioned_service_stops_claiming_and_nothing_is_rehomed(ours):
 def test_a_mover_killed_half_way_is_finished_by_the_next_owner(ours):
     """Item 2's resumption: the steps are found again from the fenced services."""
     assert ours["mover"]["resumed"], ours["mover"]
+
+
+def test_a_paused_service_that_resumes_acts_on_none_of_its_moved_servers(ours):
+    """Issue: HA you can trust, pause and resume."""
+    paused = ours["pause"]
+    assert paused["ironic_writes_on_moved"] == 0 and paused["actions_on_moved"] == 0, paused
+    assert paused["moves_per_server_max"] == 1, paused
+    assert paused["servers_operable"][0] == paused["servers_operable"][1], paused
+
+
+def test_a_replacement_host_starts_takes_everything_and_survives_a_restart(ours):
+    """Issue: HA you can trust, a new host after every member died."""
+    new = ours["replacement"]
+    assert new["ok"] and new["stranded"] == 0, new
+    # A reboot and a delete in flight when every service died: no task state stuck once
+    # the servers are re-homed and a periodic has run; each server operable (or deleted).
+    assert new["stuck_task_states"] == 0, new
+    assert new["moves_per_server_max"] == 1, new
 
 
 def test_stock_nova_leaves_the_dead_services_servers_stuck(stock, ours):

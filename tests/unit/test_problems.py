@@ -50,12 +50,12 @@ def test_memory_is_bounded_by_the_problems_of_the_last_pass():
 def test_only_sets_a_nodes_problems_for_callers_without_passes(caplog):
     problems = ProblemLog(LOG)
     for _ in range(3):
-        problems.only("n1", ["offers nothing: no class", "traits refused: x"])
-    problems.only("n1", ["traits refused: x"])
-    problems.only("n1", ["offers nothing: no class", "traits refused: x"])
+        problems.replace("n1", ["offers nothing: no class", "traits refused: x"])
+    problems.replace("n1", ["traits refused: x"])
+    problems.replace("n1", ["offers nothing: no class", "traits refused: x"])
     assert warnings(caplog) == ["node n1: offers nothing: no class", "node n1: traits refused: x",
                                 "node n1: offers nothing: no class"]
-    problems.only("n1", [])
+    problems.replace("n1", [])
     assert len(problems) == 0
 
 

@@ -23,3 +23,36 @@ def test_only_the_nodes_this_service_owns_are_moved_one_instance_each():
     moves = rehoming.nodes_to_move(instances, owned.__contains__)
     assert moves == [("n1", ["i1"])]  # n2: another's; n3: two instances; i4: no node
     assert rehoming.refused(instances) == {"n3": 2}
+
+
+def test_the_report_watch_calls_down_only_what_it_saw_stall_for_the_whole_time():
+    watch = rehoming.ReportWatch(20)
+    # First sight: never down, whatever nova's wall clock says.
+    assert not watch.down("a", (7, "t7"), False, nova_says_up=False, now=100)
+    assert not watch.down("a", (7, "t7"), False, nova_says_up=False, now=119.9)
+    assert watch.down("a", (7, "t7"), False, nova_says_up=False, now=120)
+    # It reported again: the count starts over.
+    assert not watch.down("a", (8, "t8"), False, nova_says_up=False, now=125)
+    assert not watch.down("a", (8, "t8"), False, nova_says_up=False, now=140)
+
+
+def test_a_skewed_clock_never_fences_a_service_whose_reports_go_on():
+    """A watcher whose wall clock is ahead by more than service_down_time: nova's own
+    answer is "down" for every service; one that goes on reporting is never down."""
+    watch = rehoming.ReportWatch(20)
+    for step in range(10):
+        assert not watch.down("b", (step, None), False, nova_says_up=False, now=step * 10)
+
+
+def test_nova_saying_up_keeps_a_stalled_service_up_and_forced_down_is_down_at_once():
+    watch = rehoming.ReportWatch(20)
+    watch.down("c", (1, None), False, nova_says_up=True, now=0)
+    assert not watch.down("c", (1, None), False, nova_says_up=True, now=60)
+    assert rehoming.ReportWatch(20).down("d", (1, None), True, nova_says_up=True, now=0)
+
+
+def test_a_driver_refuses_a_server_homed_elsewhere_or_while_forced_down():
+    assert rehoming.refusal("compute-a", "Compute-A", False) is None
+    assert "homed on compute-b" in rehoming.refusal("compute-b", "compute-a", False)
+    assert "no service" in rehoming.refusal(None, "compute-a", False)
+    assert "forced down" in rehoming.refusal("compute-a", "compute-a", True)

@@ -36,7 +36,8 @@ from tools.bench import common
 
 SHARD = "bench"
 COLUMNS = ("variant", "agents", "phase", "ironic_cpu_s", "placement_cpu_s", "broker_cpu_s",
-           "broker_deliveries", "agents_cpu_s", "listings", "total_cpu_s", "changes", "seconds",
+           "broker_deliveries", "agents_cpu_s", "listings", "bus_faults", "total_cpu_s", "changes",
+           "seconds",
            "repair_s_max", "load")
 # Providers given a stray trait behind the agents' back after the drift window (drift no
 # notification names): each must be repaired by its owner's next pass, within an interval.
@@ -109,6 +110,11 @@ class Agents:
         while any(now < then + count for now, then in zip(self.passes(), first, strict=True)):
             time.sleep(0.5)
 
+    def bus_faults(self):
+        """Casts the broker refused and messages dropped as invalid, over every agent."""
+        return (self._sum("rp_reporter_listing_casts_failed_total", 0)
+                + self._sum("rp_reporter_listing_messages_dropped_total", 0))
+
     def cpu(self):
         return sum(common.process_cpu(p.pid) for p in self.procs)
 
@@ -158,7 +164,7 @@ def window(stack, agents, intervals, made=()):
                 "placement": common.service_cpu(stack, "placement"),
                 "broker": common.service_cpu(stack, "rabbitmq"),
                 "agents": agents.cpu(), "deliveries": agents.deliveries(),
-                "listings": agents.own_listings(),
+                "listings": agents.own_listings(), "bus_faults": agents.bus_faults(),
                 "changes": len(made), "at": time.monotonic()}
     before = reading()
     agents.wait_passes(intervals)
@@ -168,7 +174,8 @@ def window(stack, agents, intervals, made=()):
             "broker_cpu_s": per["broker"], "broker_deliveries": per["deliveries"],
             "agents_cpu_s": per["agents"], "listings": per["listings"],
             "total_cpu_s": round(per["ironic"] + per["placement"] + per["broker"], 2),
-            "changes": per["changes"], "seconds": per["at"], "load": common.load()}
+            "bus_faults": per["bus_faults"], "changes": per["changes"], "seconds": per["at"],
+            "load": common.load()}
 
 
 def sections_of(settings):

@@ -91,6 +91,19 @@ def passes(agents, count, timeout):
     return seen
 
 
+def bus(port):
+    """The agent's listings by source and its bus faults: a member that fell back to
+    listing by itself shows ``own``; a cast the broker refused, ``casts_failed``."""
+    found = common.scrape(port, "rp_reporter_")
+    listings = {k.split('source="')[1].rstrip('"}'): int(v) for k, v in found.items()
+                if k.startswith("rp_reporter_reconcile_listings_total{")}
+    return {"listings": listings,
+            "casts_failed": int(sum(v for k, v in found.items()
+                                    if k.startswith("rp_reporter_listing_casts_failed_total"))),
+            "dropped": int(sum(v for k, v in found.items()
+                               if k.startswith("rp_reporter_listing_messages_dropped_total")))}
+
+
 def role(port):
     """How the agent's passes listed: the lister sends slices, members take them."""
     listings = common.scrape(port, "rp_reporter_reconcile_listings_total")
@@ -137,6 +150,7 @@ def run(args):
                 writes = [sum(common.scrape(port, "rp_reporter_placement_writes_total").values())
                           for port in agents.ports]
                 roles = [role(port) for port in agents.ports]
+                buses = [bus(port) for port in agents.ports]
                 if count == max(args.agents) and args.toggles:
                     time.sleep(latency.SETTLE_S)
                     result["fast_path"] = {
@@ -152,7 +166,7 @@ def run(args):
                                  "passes": len(done), "writes": int(writes[i]), "load": load_now,
                                  "new_process_s": done[0], "warm_s": statistics.median(done[1:]),
                                  "peak_rss_mib": round(rss / MIB, 1),
-                                 "peak_rss_mb": round(rss / MB, 1)})
+                                 "peak_rss_mb": round(rss / MB, 1), **buses[i]})
             finally:
                 agents.stop()
             for i in range(count):
@@ -173,4 +187,4 @@ def run(args):
 
 COLUMNS = ("agents", "agent", "role", "listings_s", "new_process_s", "warm_s",
            "new_process_vs_listings", "warm_vs_listings", "passes", "writes", "peak_rss_mib",
-           "peak_rss_mb", "load")
+           "peak_rss_mb", "listings", "casts_failed", "dropped", "load")

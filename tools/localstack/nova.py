@@ -149,9 +149,10 @@ def compute_conf(stack, host, driver, shard, sections):
     return conf
 
 
-def start_compute(stack, host, driver, shard, **sections):
-    """Start (or restart with a new configuration) nova-compute ``host``; returns its
-    log file.  Readiness is the caller's: os-services shows it up."""
+def start_compute(stack, host, driver, shard, env=None, **sections):
+    """Start (or restart with a new configuration) nova-compute ``host``, with ``env``
+    over this process's environment; returns its log file.  Readiness is the caller's:
+    os-services shows it up."""
     executable = os.path.join(COMPUTE_BIN, "nova-compute")
     if not os.path.exists(executable):
         raise RuntimeError(f"no nova-compute in {COMPUTE_BIN}: the nova-cloud profile runs "
@@ -161,5 +162,5 @@ def start_compute(stack, host, driver, shard, **sections):
     write_conf(path, compute_conf(stack, host, driver, shard, sections))
     service = stack.service(f"nova-compute-{host}")
     service.stop()
-    service.spawn([executable, "--config-file", path])
+    service.spawn([executable, "--config-file", path], env=env)
     return os.path.join(stack.workdir, f"nova-compute-{host}.log")

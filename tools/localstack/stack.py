@@ -251,10 +251,11 @@ class LocalStack:
             self.services[name] = process.Service(name, self.workdir)
         return self.services[name]
 
-    def start_compute(self, host, driver, shard, **sections):
+    def start_compute(self, host, driver, shard, env=None, **sections):
         """Start (or restart, reconfigured) nova-compute ``host`` (nova-cloud profile):
-        ``driver`` "stock" or "rp_reporter", its own ``[ironic] shard``; returns its log."""
-        return nova.start_compute(self, host, driver, shard, **sections)
+        ``driver`` "stock" or "rp_reporter", its own ``[ironic] shard``, ``env`` over
+        this process's environment; returns its log."""
+        return nova.start_compute(self, host, driver, shard, env=env, **sections)
 
     def wait_compute_mapped(self, *hosts, timeout=180):
         """Until each nova-compute of ``hosts`` has reported its nodes and is mapped to

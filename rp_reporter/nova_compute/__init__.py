@@ -1,0 +1,35 @@
+"""A drop-in nova-compute driver: nova's Ironic driver with rp_reporter's provider model.
+
+    [DEFAULT]
+    compute_driver = rp_reporter.IronicDriver   # nova.virt.rp_reporter (shims/nova/virt/)
+    [rp_reporter]
+    peers_from = nova          # or: coordination (the compute services' own group)
+    config_file = /etc/rp_reporter/nova-compute.conf   # [coordination] and [ring] from here
+
+``IronicDriver`` subclasses ``nova.virt.ironic.driver.IronicDriver``.  Where nova
+is the reference it *is* nova: node ownership with ``peers_from = nova`` (the
+default) is nova's own code, untouched (shard, conductor group, peer list and its
+validation, the fallbacks for old Ironic API versions, the hash and the
+partitions), so a fleet switched one compute service at a time never double-claims
+or orphans a node.  Its parts:
+
+* ``content``: ``update_provider_tree``, the provider from rp_reporter's model;
+* ``coordinated_ring`` (``peers_from = coordination``): this service's membership
+  in the compute services' group and the ring over its live members, applied to
+  nova's node cache;
+* ``rehome``: the job that moves a fenced service's servers to live members, and
+  ``guard``, which refuses an operation on a server no longer homed here;
+* ``options``: ``[rp_reporter]`` in nova.conf.
+
+nova 34 loads ``compute_driver`` only from ``nova.virt`` (``'nova.virt.%s' %
+compute_driver``): rp_reporter installs the one module ``nova/virt/rp_reporter.py``,
+which re-exports ``IronicDriver``, and nova-compute loads it by its own command
+with its own nova.conf; no wrapper command is needed.
+
+This package is the only part of rp_reporter that imports nova.
+"""
+
+from rp_reporter.nova_compute.driver import IronicDriver
+from rp_reporter.nova_compute.options import list_opts
+
+__all__ = ["IronicDriver", "list_opts"]

@@ -1,0 +1,208 @@
+"""``peers_from = coordination``: the compute services' own group and ring.
+
+This nova-compute joins a coordination group under its host (a lease, renewed by
+a thread) and the ring is rp_reporter's over the live members (or ``[ring]
+peer_list``); nova's ``_refresh_cache`` applies it as it applies its own.  A
+change of members releases free nodes at once, so a node has two managing
+services for at most the time the other takes to notice; claims wait for nova's
+next resource-tracker pass.
+"""
+
+import logging
+import threading
+import time
+
+from nova import context as nova_context
+from nova import exception
+from nova import objects
+from nova.scheduler.client import report
+from oslo_config import cfg
+
+from rp_reporter import conf as rp_conf
+from rp_reporter import membership
+from rp_reporter import wiring
+
+LOG = logging.getLogger(__name__)
+CONF = cfg.CONF
+
+
+class _NoMembers:
+    """A ring with no member: nova's _refresh_cache claims no free node through it."""
+
+    @staticmethod
+    def get_nodes(key):
+        return set()
+
+
+NO_MEMBERS = _NoMembers()
+
+
+def reporter_conf():
+    """rp_reporter's own configuration ([coordination], [ring]) for this service."""
+    files = [CONF.rp_reporter.config_file] if CONF.rp_reporter.config_file else []
+    conf = rp_conf.load([a for f in files for a in ("--config-file", f)])
+    conf.set_override("host", CONF.host)
+    return conf
+
+
+def log_managed(before, after, why):
+    """Which nodes this service started or stopped managing, by uuid (an operator's
+    answer to "who has node X"; the HA test reads the overlaps from these lines)."""
+    if before != after:
+        LOG.info("nodes managed here: %d; claimed %s; released %s (%s)", len(after),
+                 sorted(after - before), sorted(before - after), why)
+
+
+class CoordinatedRing:
+    """The ring of one compute service over its group's live members, kept on nova's
+    node cache of ``driver`` (nova's IronicDriver: ``node_cache``)."""
+
+    def __init__(self, driver, conf=None):
+        self.driver = driver
+        self.conf = conf or reporter_conf()
+        self.membership = None  # joined by join()
+        self.ring_members = None  # the members the ring was last built over
+        self._released_for = None  # the members free nodes were last released for
+        self._managed = set()  # the nodes this service manages, as last logged
+        # nova's _refresh_cache and a prompt release (renewal thread) both set node_cache.
+        self._cache_lock = threading.RLock()
+        self._lapses_seen = None  # the membership's lapses when forced_down was last checked
+
+    # Membership ----------------------------------------------------------
+
+    def join(self):
+        """A member before nova's first ring, so peers count this service at once; with
+        a backend, renewed by a thread of its own."""
+        if self.membership is not None:
+            return self.membership
+        self.membership = membership.from_conf(self.conf).start()
+        if self.membership.tracks_liveness:
+            LOG.info("member %s of coordination group %s (lease %.0f s)", CONF.host,
+                     self.conf.coordination.group, self.conf.coordination.lease)
+            threading.Thread(target=self._renew, name="rp-reporter-membership",
+                             daemon=True).start()
+        return self.membership
+
+    def _renew(self):
+        """Renew the lease every heartbeat; on a change of members (or on being
+        fenced), release at once the free nodes the new ring gives to another."""
+        heartbeat = self.conf.coordination.heartbeat
+        while True:
+            time.sleep(heartbeat)
+            self.membership.tick()  # never raises: a backend failure fences us
+            try:
+                self._clear_forced_down_once_live()
+                if self.ring_members is not None and self.members() != self.ring_members:
+                    self.release_to_new_ring()
+            except Exception:  # the renewals must go on whatever a release met
+                LOG.exception("acting on a change of ring members failed; nova's next "
+                              "node refresh does it")
+
+    def members(self):
+        """The ring's members now: the live ones, lower-case as nova compares hosts, or
+        none while this service is not a member itself (fenced, or not joined yet)."""
+        group = self.join()
+        members = set() if group.fenced else {m.lower() for m in group.members()}
+        return members if CONF.host.lower() in members else set()
+
+    def _clear_forced_down_once_live(self):
+        """A mover forces a fenced service down before it moves its servers (nova's
+        fence).  The service clears it itself once it is a live member again: at its
+        start, and after every lapse of its lease (a pause, a partition).  Its servers
+        moved meanwhile are refused one by one (``guard``), so a live member need not
+        stay down.  Checked once per such moment; tried again until nova's database
+        answers."""
+        group = self.membership
+        if group.fenced or self._lapses_seen == group.lapses:
+            return
+        ctxt = nova_context.get_admin_context()
+        try:
+            service = objects.Service.get_by_compute_host(ctxt, CONF.host)
+        except exception.ComputeHostNotFound:
+            service = None  # a new service: nova creates its record after init_host
+        if service is not None and service.forced_down:
+            service.forced_down = False
+            service.save()
+            LOG.warning("compute service %s was forced down while it was not a live "
+                        "member (a survivor fenced it to move its servers); it is a live "
+                        "member again: forced_down cleared", CONF.host)
+        self._lapses_seen = group.lapses
+
+    # The ring on nova's node cache ----------------------------------------
+
+    def refresh_ring(self):
+        """The ring for nova's ``_refresh_hash_ring``: over the live members now."""
+        members = self.members()
+        if members != self.ring_members:
+            if members:
+                LOG.info("rp_reporter ring members now %s", sorted(members))
+            else:
+                LOG.warning("not a live member of the coordination group: no free node is "
+                            "managed here until this service is one again (nodes with its "
+                            "instances stay)")
+        self.ring_members = members
+        return self.ring_of(members)
+
+    def ring_of(self, members):
+        """What nova's _refresh_cache asks ``get_nodes(node uuid)`` of: a tooz ring over
+        ``members``, or one that names nobody (every free node goes unclaimed here)."""
+        return wiring.ring(self.conf, members).hashring if members else NO_MEMBERS
+
+    def after_novas_refresh(self):
+        """nova's refresh ran outside the lock (it lists Ironic, seconds under load), so a
+        release by the renewals never waits for it (waiting, a returning service's free
+        nodes had two managers for 6.1 s).  Its cache was built on the ring of its start:
+        what the renewals released since stays released."""
+        with self._cache_lock:
+            self.keep_ring_nodes(self.members())
+            self.now_managing(set(self.driver.node_cache), "nova's node refresh")
+
+    def now_managing(self, nodes, why):
+        """Log what this service started or stopped managing since the last time (nova
+        also drops a node from its cache when it unprovisions it, and reads one back
+        into it: the cache alone would hide a release)."""
+        log_managed(self._managed, nodes, why)
+        forget_providers(self._managed - nodes)
+        self._managed = nodes
+
+    def release_to_new_ring(self):
+        # The lock is held only while a cache is filtered, never through nova's refresh.
+        with self._cache_lock:
+            members = self.members()
+            if members == self._released_for:
+                return  # done at an earlier heartbeat; nova's next refresh adopts the ring
+            self._released_for = members
+            kept = self.keep_ring_nodes(members)
+            self.now_managing({uuid for uuid in self._managed if kept(uuid)},
+                              f"ring members now {sorted(members)}")
+
+    def keep_ring_nodes(self, members):
+        """Drop from nova's node cache the free nodes the ring over ``members`` gives to
+        another service; returns the rule applied (uuid -> kept)."""
+        ring = self.ring_of(members)
+        me = CONF.host.lower()
+        cache = dict(self.driver.node_cache)  # a copy: nova's threads add to it meanwhile
+
+        def kept(uuid):  # nova's rules: its own instance's node, or the ring's say
+            node = cache.get(uuid)
+            return ((node is not None and node.instance_id is not None)
+                    or me in ring.get_nodes(uuid.encode()))
+        self.driver.node_cache = {uuid: node for uuid, node in cache.items() if kept(uuid)}
+        return kept
+
+
+def forget_providers(released):
+    """Drop released nodes' providers from nova's report client cache.  It keeps each
+    provider it wrote, generation included, after another service takes the node over
+    and writes it: back here, its first write met a 409 ("Failed to update inventory",
+    an ERROR line, then nova retried).  nova invalidates the same way when a rebalance
+    takes an orphan compute node from it (``ComputeManager.update_available_resource``)."""
+    if not released:
+        return
+    try:
+        client = report.report_client_singleton()
+        for uuid in released:
+            client.invalidate_resource_provider(uuid)
+    except Exception as e:  # noqa: BLE001 - the next write re-reads after its 409
+        LOG.warning("could not drop %d released nodes from nova's provider cache: %s",
+                    len(released), e)

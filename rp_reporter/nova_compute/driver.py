@@ -1,0 +1,90 @@
+"""The IronicDriver nova-compute loads: nova's, with its parts from this package."""
+
+import functools
+import inspect
+import logging
+
+from nova.virt.ironic import driver as ironic_driver
+from oslo_config import cfg
+
+from rp_reporter import problems as rp_problems
+from rp_reporter.nova_compute import content
+from rp_reporter.nova_compute import coordinated_ring
+from rp_reporter.nova_compute import guard
+from rp_reporter.nova_compute import options  # noqa: F401 - registers [rp_reporter]
+from rp_reporter.nova_compute import rehome
+
+LOG = logging.getLogger(__name__)
+CONF = cfg.CONF
+
+
+def _guarded(name, instance_at):
+    """nova's ``name``, run only on a server still homed here (``guard``) when servers
+    can move between services; ``instance_at``: the instance's position in the args."""
+    novas = getattr(ironic_driver.IronicDriver, name)
+
+    @functools.wraps(novas)
+    def operation(self, *args, **kwargs):
+        if getattr(self, "_rehoming", None) is not None:  # nova's tests may skip __init__
+            guard.check(kwargs["instance"] if "instance" in kwargs else args[instance_at],
+                        name)
+        return novas(self, *args, **kwargs)
+    # nova's own signature, for nova's check of a driver's public API against
+    # ComputeDriver's (inspect.getfullargspec reads __signature__, not __wrapped__).
+    operation.__signature__ = inspect.signature(novas)
+    return operation
+
+
+class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
+    """nova's Ironic driver; provider content (and optionally the ring) from rp_reporter."""
+
+    def __init__(self, virtapi, read_only=False):
+        super().__init__(virtapi, read_only)
+        LOG.info("rp_reporter's Ironic driver: provider content from rp_reporter's model, "
+                 "node ownership from %s", CONF.rp_reporter.peers_from)
+        self._problems = rp_problems.ProblemLog(LOG)  # each node's, logged once
+        self._ring = None  # peers_from = coordination: this service's CoordinatedRing
+        self._rehoming = None  # and its re-homing job, where membership tracks liveness
+        self._managed = set()  # peers_from = nova: the nodes managed here, as last logged
+
+    def _coordinated(self):
+        return CONF.rp_reporter.peers_from == "coordination"
+
+    def _coordinated_ring(self):
+        if self._ring is None:
+            self._ring = coordinated_ring.CoordinatedRing(self)
+        return self._ring
+
+    def init_host(self, host):
+        if self._coordinated():
+            group = self._coordinated_ring().join()
+            if CONF.rp_reporter.rehome and group.tracks_liveness:
+                self._rehoming = rehome.Rehoming(
+                    self._ring, lambda: self.ironic_connection, self._problems).start()
+        super().init_host(host)
+
+    def _refresh_hash_ring(self, ctxt):
+        if not self._coordinated():
+            return super()._refresh_hash_ring(ctxt)
+        self.hash_ring = self._coordinated_ring().refresh_ring()
+
+    def _refresh_cache(self):
+        super()._refresh_cache()
+        if self._coordinated():
+            self._coordinated_ring().after_novas_refresh()
+        else:
+            nodes = set(self.node_cache)
+            coordinated_ring.log_managed(self._managed, nodes, "nova's node refresh")
+            self._managed = nodes
+
+    spawn = _guarded("spawn", 1)
+    destroy = _guarded("destroy", 1)
+    reboot = _guarded("reboot", 1)
+    power_off = _guarded("power_off", 0)
+    power_on = _guarded("power_on", 1)
+    rebuild = _guarded("rebuild", 1)
+    rescue = _guarded("rescue", 1)
+    unrescue = _guarded("unrescue", 1)
+    trigger_crash_dump = _guarded("trigger_crash_dump", 0)
+    attach_interface = _guarded("attach_interface", 1)
+    detach_interface = _guarded("detach_interface", 1)

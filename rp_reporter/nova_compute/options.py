@@ -1,0 +1,29 @@
+"""The driver's options in nova.conf, ``[rp_reporter]``."""
+
+from oslo_config import cfg
+
+CONF = cfg.CONF
+
+NOVA_OPTS = [
+    cfg.StrOpt("peers_from", default="nova", choices=["nova", "coordination"],
+               help="Who owns which node. nova: nova's own code and ring, unchanged "
+                    "(every live Ironic compute service, narrowed by [ironic] shard, "
+                    "conductor_group and peer_list exactly as nova does). coordination: "
+                    "rp_reporter's ring over the live members of a [coordination] group "
+                    "that this nova-compute joins under its host (or a static [ring] "
+                    "peer_list), read from config_file; every compute service of a group "
+                    "must then switch together."),
+    cfg.StrOpt("config_file",
+               help="rp_reporter configuration file for [coordination] and [ring]."),
+    cfg.BoolOpt("rehome", default=True,
+                help="With peers_from = coordination and a [coordination] backend: move "
+                     "to a live member the servers of a compute service that is fenced "
+                     "(its lease gone and nova reporting it down), forcing it down first. "
+                     "False: nobody moves them; an operator does, with nova-manage db "
+                     "ironic_compute_node_move."),
+]
+CONF.register_opts(NOVA_OPTS, group="rp_reporter")
+
+
+def list_opts():
+    return [("rp_reporter", NOVA_OPTS)]
