@@ -11,6 +11,7 @@ from rp_reporter import problems as rp_problems
 from rp_reporter.nova_compute import content
 from rp_reporter.nova_compute import coordinated_ring
 from rp_reporter.nova_compute import guard
+from rp_reporter.nova_compute import metrics as driver_metrics
 from rp_reporter.nova_compute import options  # noqa: F401 - registers [rp_reporter]
 from rp_reporter.nova_compute import rehome
 
@@ -27,7 +28,7 @@ def _guarded(name, instance_at):
     def operation(self, *args, **kwargs):
         if getattr(self, "_rehoming", None) is not None:  # nova's tests may skip __init__
             guard.check(kwargs["instance"] if "instance" in kwargs else args[instance_at],
-                        name)
+                        name, self._metrics)
         return novas(self, *args, **kwargs)
     # nova's own signature, for nova's check of a driver's public API against
     # ComputeDriver's (inspect.getfullargspec reads __signature__, not __wrapped__).
@@ -46,6 +47,7 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
         self._ring = None  # peers_from = coordination: this service's CoordinatedRing
         self._rehoming = None  # and its re-homing job, where membership tracks liveness
         self._managed = set()  # peers_from = nova: the nodes managed here, as last logged
+        self._metrics = driver_metrics.DriverMetrics()
 
     def _coordinated(self):
         return CONF.rp_reporter.peers_from == "coordination"
@@ -60,7 +62,11 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
             group = self._coordinated_ring().join()
             if CONF.rp_reporter.rehome and group.tracks_liveness:
                 self._rehoming = rehome.Rehoming(
-                    self._ring, lambda: self.ironic_connection, self._problems).start()
+                    self._ring, lambda: self.ironic_connection, self._problems,
+                    self._metrics).start()
+            if CONF.rp_reporter.metrics_bind:
+                self._metrics.serve(CONF.rp_reporter.metrics_bind,
+                                    lambda: bool(self._ring.members()))
         super().init_host(host)
 
     def _refresh_hash_ring(self, ctxt):

@@ -29,8 +29,9 @@ class Refused(exception.InstanceNotFound):
     msg_fmt = "Instance %(instance_id)s is not this compute service's to act on: %(reason)s"
 
 
-def check(instance, operation):
-    """Raise ``Refused`` if this service must not run ``operation`` on ``instance``."""
+def check(instance, operation, metrics):
+    """Raise ``Refused`` if this service must not run ``operation`` on ``instance``
+    (counted in ``metrics``, the driver's DriverMetrics)."""
     ctxt = nova_context.get_admin_context()
     try:
         homed_on = objects.Instance.get_by_uuid(ctxt, instance.uuid, expected_attrs=[]).host
@@ -44,4 +45,5 @@ def check(instance, operation):
     if reason:
         LOG.error("refused to %s instance %s on node %s: %s", operation, instance.uuid,
                   instance.node, reason)
+        metrics.refused.labels(operation).inc()
         raise Refused(instance_id=instance.uuid, reason=reason)

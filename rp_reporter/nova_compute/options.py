@@ -21,6 +21,11 @@ NOVA_OPTS = [
                      "(its lease gone and nova reporting it down), forcing it down first. "
                      "False: nobody moves them; an operator does, with nova-manage db "
                      "ironic_compute_node_move."),
+    cfg.StrOpt("metrics_bind", default="",
+               help="host:port where this nova-compute serves rp_reporter's driver metrics "
+                    "(/metrics: re-homing moves, fences, refusals and failures, operations "
+                    "refused) and /healthz (200 while a live member of the coordination "
+                    "group). Empty: not served."),
 ]
 CONF.register_opts(NOVA_OPTS, group="rp_reporter")
 

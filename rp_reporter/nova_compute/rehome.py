@@ -53,16 +53,22 @@ class Rehoming:
 
     ``ring``: the service's CoordinatedRing (its members, its membership's locks);
     ``ironic``: a callable giving nova's openstacksdk baremetal proxy; ``problems``: the
-    driver's ProblemLog (a node left unmoved is logged once, not every round)."""
+    driver's ProblemLog (a node left unmoved is logged once, not every round);
+    ``metrics``: the driver's DriverMetrics."""
 
-    def __init__(self, ring, ironic, problems):
+    def __init__(self, ring, ironic, problems, metrics):
         self.ring = ring
         self.ironic = ironic
         self.problems = problems
+        self.metrics = metrics
         self.watch = rehoming.ReportWatch(CONF.service_down_time)
-        self.counts = collections.Counter()  # moved, refused, failed, fenced (forced down)
+        self.counts = collections.Counter()  # by outcome, as the metric counts them
         self._servicegroup = None
         self._settled = {}  # host: (its report, the ring) when it had nothing of ours
+
+    def _count(self, outcome):
+        self.counts[outcome] += 1
+        self.metrics.rehoming.labels(outcome).inc()
 
     def start(self):
         threading.Thread(target=self._loop, name="rp-reporter-rehoming", daemon=True).start()
@@ -75,7 +81,7 @@ class Rehoming:
             try:
                 self.run_once(nova_context.get_admin_context())
             except Exception:  # noqa: BLE001 - the job goes on; each node's errors are apart
-                self.counts["failed"] += 1
+                self._count("failed")
                 LOG.exception("re-homing round failed; the next round tries again")
 
     def run_once(self, ctxt):
@@ -136,7 +142,7 @@ class Rehoming:
             try:
                 self._move(ctxt, node, instance, host)
             except Exception:  # noqa: BLE001 - one node's error; the others go on
-                self.counts["failed"] += 1
+                self._count("failed")
                 LOG.exception("node %s: re-homing instance %s from %s failed; the next "
                               "round tries again", node, instance.uuid, host)
         return True
@@ -149,7 +155,7 @@ class Rehoming:
         if not service.forced_down:
             service.forced_down = True
             service.save()
-            self.counts["fenced"] += 1
+            self._count("fenced")
             LOG.warning("compute service %s forced down: it is fenced (no live member of "
                         "the group, nova reports it down) and its servers move to live "
                         "members; it clears this itself once it is a live member again",
@@ -164,7 +170,7 @@ class Rehoming:
                 return  # moved already, or its service came back: nothing to do
             reason = self._not_in_scope(node, instance)
             if reason:
-                self.counts["refused"] += 1
+                self._count("refused")
                 self.problems.replace(node, [f"not re-homed: {reason}"])
                 return
             LOG.warning("node %s: re-homing instance %s from fenced compute service %s to "
@@ -172,7 +178,7 @@ class Rehoming:
             self._move_instance(ctxt, instance)
             time.sleep(STEP_PAUSE)
             self._move_compute_node(ctxt, node)
-            self.counts["moved"] += 1
+            self._count("moved")
             LOG.warning("node %s: re-homed to %s (instance %s, compute node record)", node,
                         CONF.host, instance.uuid)
 

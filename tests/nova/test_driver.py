@@ -280,7 +280,7 @@ def rehoming_job(members, ironic, down=(), locks=None):
     ring = driver._coordinated_ring()
     ring.members = lambda: set(members)
     ring.membership = locks or Locks()
-    job = rehome.Rehoming(ring, lambda: ironic, driver._problems)
+    job = rehome.Rehoming(ring, lambda: ironic, driver._problems, driver._metrics)
     job.watch = rehoming.ReportWatch(0)  # stalled at first sight
     job._servicegroup = DownHosts(down)
     return job
@@ -308,6 +308,7 @@ def test_a_fenced_service_is_found_by_its_instances_not_its_node_records(
                           ("instance", instances[dead_mover][0].uuid),
                           ("compute node", ironic_node)]
     assert job.counts == {"fenced": 1, "moved": 1, "refused": 1}
+    assert job.metrics.rehoming.labels("moved")._value.get() == 1  # what /metrics shows
 
 
 def test_a_new_service_moves_nothing_before_nova_made_its_record(nova_config, monkeypatch):

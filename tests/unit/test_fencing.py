@@ -94,3 +94,43 @@ def test_a_node_changed_while_another_agent_owned_it_goes_first_after_a_takeover
     agent.queue.pause(False)
     wait_until(lambda: len(agent.synced) == 2, 3, "both synced")
     assert agent.synced == [theirs, mine]  # the recently changed node first
+
+
+def test_one_member_at_a_time_holds_a_lock_and_a_fenced_one_never(tmp_path):
+    """The re-homing job's lock per node (file:// backend: one machine's tooz)."""
+    a = membership.Group(f"file://{tmp_path}", "rp", "a", heartbeat=0.1, lease=1.0).start()
+    b = membership.Group(f"file://{tmp_path}", "rp", "b", heartbeat=0.1, lease=1.0).start()
+    try:
+        with a.lock("rehome-n1") as held_a:
+            with b.lock("rehome-n1") as held_b:
+                assert (held_a, held_b) == (True, False)
+            with b.lock("rehome-n2") as other:
+                assert other  # another node's lock is another lock
+        with b.lock("rehome-n1") as held_b:
+            assert held_b  # released when a's move ended
+        time.sleep(0.95)  # a's lease lapses (no tick): fenced, it takes no lock
+        assert a.fenced
+        with a.lock("rehome-n3") as held_a:
+            assert not held_a
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_a_renewal_is_counted_from_before_it_was_sent(tmp_path, monkeypatch):
+    """The backend starts the lease when a renewal arrives, later than it was sent: a
+    renewal that blocked for most of a lease leaves only what remained from its send."""
+    group = membership.Group(f"file://{tmp_path}", "rp", "me", heartbeat=0.1,
+                             lease=1.0).start()
+    try:
+        heartbeat = group._coordinator.heartbeat
+
+        def slow():
+            time.sleep(0.6)
+            return heartbeat()
+        monkeypatch.setattr(group._coordinator, "heartbeat", slow)
+        group.tick()
+        # Stamped at the send: 0.9 s of writing time less the 0.6 s the call took.
+        assert group._time_left() < 0.35
+    finally:
+        group.stop()

@@ -1,0 +1,25 @@
+"""The driver's own Prometheus metrics, served on ``[rp_reporter] metrics_bind``."""
+
+import prometheus_client as prom
+
+from rp_reporter import metrics as rp_metrics
+
+
+class DriverMetrics:
+    def __init__(self):
+        self.registry = prom.CollectorRegistry()
+        self.rehoming = prom.Counter(
+            "rp_reporter_rehoming",
+            "Re-homing of fenced compute services' servers, by outcome: moved; fenced (a "
+            "service forced down before its servers moved); refused (left for an operator: "
+            "another shard, another server on the node in Ironic); failed (tried again at "
+            "the next round).", ("outcome",), registry=self.registry)
+        self.refused = prom.Counter(
+            "rp_reporter_operations_refused",
+            "Operations on a server this service refused: nova homes it elsewhere now, or "
+            "this service is forced down.", ("operation",), registry=self.registry)
+
+    def serve(self, bind, member):
+        """/metrics, and /healthz: 200 while ``member()`` (a live member of the group)."""
+        return rp_metrics.serve(self, lambda: (member(), "member\n" if member() else
+                                               "not a live member of the group\n"), bind)
