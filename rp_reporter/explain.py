@@ -64,113 +64,116 @@ def explain(node, observed, scope=Scope()):
     Placement has no provider for the node.
     """
     desired = model.desired(node, skip_reserve_in_use=scope.skip_reserve_in_use)
-    out = []
+    ops = planner.plan(desired, observed)
+    return [("provider", f"uuid and name {desired.uuid} (the node's uuid, as nova-compute's "
+                         f"Ironic driver names it, so the two never fight over it)"),
+            *_scope_and_owner(node, scope), *_class(node, desired),
+            *_reserved(node, desired, scope), *_traits(desired, observed),
+            *_placement(desired, observed, ops), *_flavor(desired, ops)]
 
-    def say(topic, text):
-        out.append((topic, text))
 
-    say("provider", f"uuid and name {desired.uuid} (the node's uuid, as nova-compute's Ironic "
-                    f"driver names it, so the two never fight over it)")
-
-    # -- scope and ownership ------------------------------------------------
+def _scope_and_owner(node, scope):
     gaps = _in_scope(node, scope)
     if gaps:
-        say("scope", "outside this reporter's scope (" + "; ".join(gaps) + "): it never writes "
-                     "or deletes this node's provider; the reporter of that scope does")
+        yield ("scope", "outside this reporter's scope (" + "; ".join(gaps) + "): it never "
+                        "writes or deletes this node's provider; the reporter of that scope does")
     if scope.owner is None:
-        say("owner", "no live agent in the [coordination] group: nobody syncs this node "
-                     "until one joins (a one-shot `rp-reporter reconcile` still does)")
+        yield ("owner", "no live agent in the [coordination] group: nobody syncs this node "
+                        "until one joins (a one-shot `rp-reporter reconcile` still does)")
     else:
         how = f" ({scope.membership})" if scope.membership else ""
         mine = " (this host)" if scope.owner == scope.host else ""
-        say("owner", f"{scope.owner}{mine} syncs it: the hash ring over the members{how} maps "
-                     f"the node's uuid to it. Losing ownership never deletes the provider")
+        yield ("owner", f"{scope.owner}{mine} syncs it: the hash ring over the members{how} "
+                        f"maps the node's uuid to it. Losing ownership never deletes the provider")
 
-    # -- class --------------------------------------------------------------
+
+def _class(node, desired):
     if desired.resource_class is None:
-        say("class", f"skipped: {desired.problem}. The provider gets no inventory, so nova "
-                     f"cannot schedule to this node; give it a class with `rp-reporter "
-                     f"resource-class set --resource-class CLASS {node.uuid}`")
+        yield ("class", f"skipped: {desired.problem}. The provider gets no inventory, so nova "
+                        f"cannot schedule to this node; give it a class with `rp-reporter "
+                        f"resource-class set --resource-class CLASS {node.uuid}`")
     else:
-        say("class", f"Ironic resource_class {node.resource_class!r} is Placement class "
-                     f"{desired.resource_class} (nova's normalization: each run of characters "
-                     f"outside A-Za-z0-9 becomes _, upper case, CUSTOM_ in front); total 1, "
-                     f"min/max/step 1, allocation ratio 1.0")
+        yield ("class", f"Ironic resource_class {node.resource_class!r} is Placement class "
+                        f"{desired.resource_class} (nova's normalization: each run of "
+                        f"characters outside A-Za-z0-9 becomes _, upper case, CUSTOM_ in "
+                        f"front); total 1, min/max/step 1, allocation ratio 1.0")
 
-    # -- reserved -----------------------------------------------------------
+
+def _reserved(node, desired, scope):
     reasons = _reserved_reasons(node)
     if model.in_use(node):
         if scope.skip_reserve_in_use and not model.unusable(node):
-            say("in use", f"instance {node.instance_uuid} is on it, but [reconcile] "
-                          f"skip_reserve_in_use is set (nova's [workarounds] "
-                          f"skip_reserve_in_use_ironic_nodes): not reserved for that")
+            yield ("in use", f"instance {node.instance_uuid} is on it, but [reconcile] "
+                             f"skip_reserve_in_use is set (nova's [workarounds] "
+                             f"skip_reserve_in_use_ironic_nodes): not reserved for that")
         else:
             reasons.append(f"instance {node.instance_uuid} is on it")
-    if desired.resource_class is not None:
-        if desired.reserved:
-            say("reserved", "1, so no new instance lands here, because " + "; ".join(reasons)
-                            + " (nova's rules)")
-        else:
-            say("reserved", "0: schedulable. It is not in maintenance, its power state "
-                            f"({node.power_state}) is known, its provision state is "
-                            f"{node.provision_state or 'unset (NOSTATE, usable as in nova)'}"
-                            + ("" if model.in_use(node) else ", and it has no instance"))
+    if desired.resource_class is None:
+        return
+    if desired.reserved:
+        yield ("reserved", "1, so no new instance lands here, because " + "; ".join(reasons)
+                           + " (nova's rules)")
+    else:
+        yield ("reserved", "0: schedulable. It is not in maintenance, its power state "
+                           f"({node.power_state}) is known, its provision state is "
+                           f"{node.provision_state or 'unset (NOSTATE, usable as in nova)'}"
+                           + ("" if model.in_use(node) else ", and it has no instance"))
 
-    # -- traits -------------------------------------------------------------
+
+def _traits(desired, observed):
     current = observed.traits if observed is not None else frozenset()
     target = model.provider_traits(desired, current)
     kept_nova = {t for t in target if t.startswith(model.NOVA_OWNED_PREFIXES)}
-    say("traits", f"the node's traits ({_names(desired.traits)}), the marker "
-                  f"{model.MANAGED_TRAIT} (how a reporter's listing finds its providers)"
-                  + (f", and nova's own {_names(kept_nova)}, kept where present"
-                     if kept_nova else "") + "; nothing else")
+    yield ("traits", f"the node's traits ({_names(desired.traits)}), the marker "
+                     f"{model.MANAGED_TRAIT} (how a reporter's listing finds its providers)"
+                     + (f", and nova's own {_names(kept_nova)}, kept where present"
+                        if kept_nova else "") + "; nothing else")
     if desired.refused_traits:
-        say("traits refused", f"{_names(desired.refused_traits)}: in rp_reporter's own "
-                              f"namespace {model.OWN_PREFIX}* or not a valid trait name, so "
-                              f"left out (nova would pass them on and fail the update)")
+        yield ("traits refused", f"{_names(desired.refused_traits)}: in rp_reporter's own "
+                                 f"namespace {model.OWN_PREFIX}* or not a valid trait name, "
+                                 f"so left out (nova would pass them on and fail the update)")
     if observed is not None and current - target:
-        say("traits removed", f"{_names(current - target)}: Placement has them and the node "
-                              f"does not; Ironic's traits are the truth, as in nova")
+        yield ("traits removed", f"{_names(current - target)}: Placement has them and the "
+                                 f"node does not; Ironic's traits are the truth, as in nova")
 
-    # -- what Placement holds ------------------------------------------------
-    if observed is None:
-        if desired.resource_class is None:
-            say("placement", "no provider, and none is created while the node offers nothing")
-        else:
-            say("placement", "no provider yet: the owner creates it (provider, then traits, "
-                             "then inventory, so it is never schedulable without its traits)")
+
+def _placement(desired, observed, ops):
+    if observed is None and desired.resource_class is None:
+        yield ("placement", "no provider, and none is created while the node offers nothing")
+    elif observed is None:
+        yield ("placement", "no provider yet: the owner creates it (provider, then traits, "
+                            "then inventory, so it is never schedulable without its traits)")
     else:
         held = ", ".join(f"{rc} reserved {inv.get('reserved')} of {inv.get('total')}"
                          for rc, inv in sorted(observed.inventories.items())) or "no inventory"
-        say("placement", f"holds {held}; generation {observed.generation}; traits "
-                         f"{_names(observed.traits)}")
+        yield ("placement", f"holds {held}; generation {observed.generation}; traits "
+                            f"{_names(observed.traits)}")
         for rc in sorted(observed.inventories):
             used = (observed.usages or {}).get(rc, 0)
             if rc != desired.resource_class and used > 0:
-                say("allocation", f"{rc} still carries an allocation ({used}): kept, fully "
-                                  f"reserved, beside the new class until the instance is "
-                                  f"gone, then dropped (Placement refuses to drop it sooner)")
+                yield ("allocation", f"{rc} still carries an allocation ({used}): kept, fully "
+                                     f"reserved, beside the new class until the instance is "
+                                     f"gone, then dropped (Placement refuses to drop it sooner)")
             elif rc != desired.resource_class:
-                say("class dropped", f"{rc} is no longer the node's class and holds no "
-                                     f"allocation: removed")
-    ops = planner.plan(desired, observed)
+                yield ("class dropped", f"{rc} is no longer the node's class and holds no "
+                                        f"allocation: removed")
     if not ops:
-        say("in step", "yes: Placement matches the node; nothing to write")
+        yield ("in step", "yes: Placement matches the node; nothing to write")
     else:
-        say("in step", "no: the next sync writes " + "; ".join(_op_words(op) for op in ops))
+        yield ("in step", "no: the next sync writes " + "; ".join(_op_words(op) for op in ops))
 
-    # -- what a flavor needs --------------------------------------------------
+
+def _flavor(desired, ops):
     if desired.resource_class is None:
-        say("flavor", "no flavor lands here while the node has no usable class")
-    else:
-        specs = flavor_extra_specs(desired.resource_class)
-        traits = " ".join(f"trait:{t}=required" for t in sorted(desired.traits))
-        now = ("it can land now" if not desired.reserved and not ops else
-               "it cannot land now (reserved)" if desired.reserved else
-               "it can land once Placement is in step")
-        say("flavor", f"{specs}" + (f", optionally any of {traits}" if traits else "")
-                      + f" (a required trait the node lacks sends nova elsewhere); {now}")
-    return out
+        yield ("flavor", "no flavor lands here while the node has no usable class")
+        return
+    specs = flavor_extra_specs(desired.resource_class)
+    traits = " ".join(f"trait:{t}=required" for t in sorted(desired.traits))
+    now = ("it can land now" if not desired.reserved and not ops else
+           "it cannot land now (reserved)" if desired.reserved else
+           "it can land once Placement is in step")
+    yield ("flavor", f"{specs}" + (f", optionally any of {traits}" if traits else "")
+                     + f" (a required trait the node lacks sends nova elsewhere); {now}")
 
 
 def _op_words(op):

@@ -1,0 +1,38 @@
+"""tools/house_check.py: the rules `tox -e pep8` keeps fail where they should."""
+
+from tools import house_check
+
+
+def tree(tmp_path, module_lines=10, function_lines=5, readme="# x\n", doc="How it works.\n"):
+    (tmp_path / "rp_reporter").mkdir()
+    body = "".join(f"    x = {i}\n" for i in range(function_lines - 1))
+    code = f"def f():\n{body}" + "".join(f"# {i}\n" for i in range(module_lines - function_lines))
+    (tmp_path / "rp_reporter" / "mod.py").write_text(code)
+    (tmp_path / "doc").mkdir()
+    (tmp_path / "doc" / "guide.md").write_text(doc)
+    (tmp_path / "README.md").write_text(readme)
+    return tmp_path
+
+
+def test_a_clean_house_passes(tmp_path):
+    assert house_check.main(tree(tmp_path)) == 0
+
+
+def test_a_module_over_400_lines_fails(tmp_path, capsys):
+    assert house_check.main(tree(tmp_path, module_lines=401)) == 1
+    assert "rp_reporter/mod.py:1: 401 lines" in capsys.readouterr().out
+
+
+def test_a_function_over_80_lines_fails(tmp_path, capsys):
+    assert house_check.main(tree(tmp_path, module_lines=100, function_lines=81)) == 1
+    assert "f() is 81 lines" in capsys.readouterr().out
+
+
+def test_a_long_readme_and_the_words_of_a_documents_making_fail(tmp_path, capsys):
+    root = tree(tmp_path, readme="line\n" * 150,
+                doc="As issue 12 asked, run 3 (fixed in 4c46f5d) was faster.\n")
+    assert house_check.main(root) == 1
+    out = capsys.readouterr().out
+    assert "README.md:1: 150 lines" in out
+    for words in ("issue 12", "run 3", "fixed in", "4c46f5d"):
+        assert repr(words) in out

@@ -1,0 +1,61 @@
+"""The house rules `tox -e pep8` keeps: small modules and functions in rp_reporter/, a
+short README, and documents that describe the product as it is (how they were made
+lives in git).  Prints each breach as file:line: what; exits 1 on any.
+
+    python -m tools.house_check
+"""
+
+import ast
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+MAX_MODULE_LINES = 400
+MAX_FUNCTION_LINES = 80
+MAX_README_LINES = 150
+# Words of a document's making: an issue's number, a commit, a run's number, a fix.
+MAKING = re.compile(r"\bissues? \d+|\brun \d+\b|\bruns? so far\b|\(fixed\)|\bfixed in\b"
+                    r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+# Documents still to be rewritten to their current content; each leaves this list with
+# its rewrite.
+NOT_YET = {"doc/performance.md"}
+
+
+def code_breaches(root):
+    for path in sorted((root / "rp_reporter").rglob("*.py")):
+        text = path.read_text()
+        name = path.relative_to(root)
+        lines = len(text.splitlines())
+        if lines > MAX_MODULE_LINES:
+            yield f"{name}:1: {lines} lines (at most {MAX_MODULE_LINES}: split it by concern)"
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                length = node.end_lineno - node.lineno + 1
+                if length > MAX_FUNCTION_LINES:
+                    yield (f"{name}:{node.lineno}: {node.name}() is {length} lines (at most "
+                           f"{MAX_FUNCTION_LINES})")
+
+
+def document_breaches(root):
+    for path in [root / "README.md", *sorted((root / "doc").glob("*.md"))]:
+        name = str(path.relative_to(root))
+        text = path.read_text()
+        if name == "README.md" and len(text.splitlines()) >= MAX_README_LINES:
+            yield f"{name}:1: {len(text.splitlines())} lines (under {MAX_README_LINES})"
+        if name in NOT_YET:
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            for found in MAKING.finditer(line):
+                yield f"{name}:{number}: {found.group(0)!r} tells how the document was made"
+
+
+def main(root=ROOT):
+    breaches = [*code_breaches(root), *document_breaches(root)]
+    for breach in breaches:
+        print(breach)
+    return 1 if breaches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
