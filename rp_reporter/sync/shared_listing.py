@@ -22,6 +22,7 @@ kept is ``listing_messages``'; carrying them is the agent's
 (``rp_reporter.agent.listing_bus``).
 """
 
+import collections.abc
 import dataclasses
 import json
 import time
@@ -47,10 +48,10 @@ def lister(ring):
 
 @dataclasses.dataclass(frozen=True)
 class Listing:
-    """What a reconcile pass reads: Ironic's records (in scope, with ``fields``) and
-    Placement's managed providers ({uuid: (name, generation)}), and why the Ironic
-    listing may lack nodes that exist (None: it is complete)."""
-    records: list
+    """What a reconcile pass reads: Ironic's records (in scope, with ``fields``; an
+    iterable read once) and Placement's managed providers ({uuid: (name, generation)}),
+    and why the Ironic listing may lack nodes that exist (None: it is complete)."""
+    records: collections.abc.Iterable
     providers: dict
     listing_gap: str | None
 
@@ -166,13 +167,19 @@ class _Partial:
         return self.end is not None and len(self.pages) == self.end["pages"]
 
     def slice(self):
-        """The Listing its pages make (once complete)."""
-        records, providers = [], {}
-        for seq in sorted(self.pages):
-            page_records, page_providers = self.pages[seq]
-            records += page_records
-            providers.update(page_providers)
-        return Listing(records, providers, self.end["listing_gap"])
+        """The Listing its pages make (once complete).  Its records are streamed: each
+        page is let go as the pass reads past it, so a member never holds its slice's
+        records and what the pass builds from them whole at once."""
+        pages, self.pages = self.pages, {}
+        providers = {}
+        for seq in sorted(pages):
+            providers.update(pages[seq][1])
+            pages[seq] = pages[seq][0]
+
+        def records():
+            for seq in sorted(pages):
+                yield from pages.pop(seq)
+        return Listing(records(), providers, self.end["listing_gap"])
 
 
 class Assembler:

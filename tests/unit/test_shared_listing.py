@@ -66,8 +66,9 @@ def test_each_member_gets_exactly_its_own_nodes_and_providers():
     for member in ("agent-1", "agent-2"):
         listing = assemble(messages, member).take(CONTEXT)
         owned = {u for u in NODES if RING.owner(u) == member}
-        assert {r["uuid"] for r in listing.records} == owned
-        assert len(listing.records) == len(owned)  # no record twice
+        records = list(listing.records)
+        assert {r["uuid"] for r in records} == owned
+        assert len(records) == len(owned)  # no record twice
         assert set(listing.providers) == owned
         assert all(listing.providers[u] == (u, NODES.index(u)) for u in owned)
         assert listing.listing_gap is None
@@ -80,6 +81,24 @@ def test_pages_arriving_in_any_order_make_the_same_slice():
     shuffled = assemble(messages, "agent-1").take(CONTEXT)
     assert sorted(r["uuid"] for r in shuffled.records) == sorted(
         r["uuid"] for r in in_order.records)
+
+
+def test_a_slices_pages_are_let_go_as_the_pass_reads_past_them():
+    """A member never holds its slice's records whole beside what its pass builds."""
+    messages = cut("agent-0", page_records=7)
+    assembler = assemble(messages, "agent-1")
+    kept = assembler._serving(CONTEXT)
+    listing = assembler.take(CONTEXT)
+    pages = listing.records.gi_frame.f_locals["pages"]
+    total = len(pages)
+    assert total > 2 and kept.pages == {}  # the assembler keeps none of them
+    records = iter(listing.records)
+    for _ in range(8):  # into the second page: the first is gone
+        next(records)
+    assert len(pages) == total - 2  # the first read, the second being read
+    assert sum(1 for _ in records) + 8 == len({u for u in NODES
+                                               if RING.owner(u) == "agent-1"})
+    assert pages == {}
 
 
 def test_a_slice_with_a_page_missing_is_never_used():
@@ -145,7 +164,8 @@ def test_a_member_with_no_nodes_still_gets_an_end():
                     for m in ("agent-1", "agent-2")}
     assembler = sl.Assembler(max_age=60, clock=lambda: 1.0)
     assembler.end([1.0, "agent-0", 1], CONTEXT, ends["agent-1"])
-    assert assembler.take(CONTEXT) == sl.Listing([], {}, "a gap")
+    listing = assembler.take(CONTEXT)
+    assert (list(listing.records), listing.providers, listing.listing_gap) == ([], {}, "a gap")
 
 
 def test_freshness_counts_from_the_listings_end_and_the_refusal_says_why():
@@ -213,5 +233,5 @@ def test_a_listing_cut_on_a_passing_ring_does_not_push_out_the_one_on_the_member
     passing = sl.Context(("agent-1", "agent-2"), CONTEXT.scope, CONTEXT.fields)
     assembler.page([1003.0, "agent-2", 1], passing, 0, [record(NODES[0])])
     listing = assembler.take(CONTEXT)
-    assert listing is not None and len(listing.records) > 0
+    assert listing is not None and len(list(listing.records)) > 0
     assert assembler.take(passing) is None  # older than the slice taken: dropped with it
