@@ -442,8 +442,9 @@ def test_free_nodes_of_a_killed_service_become_schedulable_through_a_survivor(ou
 
 
 def test_its_servers_are_rehomed_once_it_is_fenced(ours):
-    """Item 2: moved by a survivor after the fence, at its next resource-tracker run
-    (the same bound as item 1's, less the lease)."""
+    """Item 2: moved by a survivor after the fence, by its re-homing job (every
+    report_interval, after watching the dead service's reports stall for
+    service_down_time): bounded by two resource-tracker intervals."""
     assert ours["fence_to_rehomed_s"] is not None
     assert 0 <= ours["rehomed_after_fence_logged_s"], ours
     assert ours["fence_to_rehomed_s"] <= 2 * ha.PERIODIC, ours
