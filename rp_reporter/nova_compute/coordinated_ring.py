@@ -13,14 +13,13 @@ import threading
 import time
 
 from nova import context as nova_context
-from nova import exception
-from nova import objects
 from nova.scheduler.client import report
 from oslo_config import cfg
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import membership
 from rp_reporter import wiring
+from rp_reporter.nova_compute import rehome
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
@@ -115,11 +114,8 @@ class CoordinatedRing:
         group = self.membership
         if group.fenced or self._lapses_seen == group.lapses:
             return
-        ctxt = nova_context.get_admin_context()
-        try:
-            service = objects.Service.get_by_compute_host(ctxt, CONF.host)
-        except exception.ComputeHostNotFound:
-            service = None  # a new service: nova creates its record after init_host
+        # None: a new service (nova creates its record after init_host).
+        service = rehome.service_record(nova_context.get_admin_context(), CONF.host)
         if service is not None and service.forced_down:
             service.forced_down = False
             service.save()

@@ -18,6 +18,7 @@ from nova import objects
 from oslo_config import cfg
 
 from rp_reporter import rehoming
+from rp_reporter.nova_compute import rehome
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
@@ -37,11 +38,8 @@ def check(instance, operation, metrics):
         homed_on = objects.Instance.get_by_uuid(ctxt, instance.uuid, expected_attrs=[]).host
     except exception.InstanceNotFound:
         return  # deleted meanwhile: nova's own handling applies
-    try:
-        forced_down = objects.Service.get_by_compute_host(ctxt, CONF.host).forced_down
-    except exception.ComputeHostNotFound:
-        forced_down = False  # a new service (no record yet) has nothing forced
-    reason = rehoming.refusal(homed_on, CONF.host, forced_down)
+    own = rehome.service_record(ctxt, CONF.host)  # none yet: a new service, nothing forced
+    reason = rehoming.refusal(homed_on, CONF.host, own is not None and own.forced_down)
     if reason:
         LOG.error("refused to %s instance %s on node %s: %s", operation, instance.uuid,
                   instance.node, reason)

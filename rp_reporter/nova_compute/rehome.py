@@ -48,6 +48,14 @@ ACTION = "rp-reporter-rehome"
 STEP_PAUSE = float(os.environ.get("RP_REPORTER_TEST_REHOME_STEP_PAUSE", "0"))
 
 
+def service_record(ctxt, host):
+    """nova's Service record of compute ``host``, or None when it has none."""
+    try:
+        return objects.Service.get_by_compute_host(ctxt, host)
+    except exception.ComputeHostNotFound:
+        return None
+
+
 class Rehoming:
     """The job: ``run_once`` moves what is due; ``start`` runs it on its own thread.
 
@@ -101,10 +109,10 @@ class Rehoming:
 
     @staticmethod
     def _have_service_record(ctxt):
-        try:
-            return not objects.Service.get_by_compute_host(ctxt, CONF.host).forced_down
-        except exception.ComputeHostNotFound:
-            return False  # a new service before nova made its record: not yet
+        """This service has its record (a new one has none before nova made it after
+        init_host: not yet) and is not forced down."""
+        own = service_record(ctxt, CONF.host)
+        return own is not None and not own.forced_down
 
     def _fenced(self, ctxt, members):
         """{host: its last report} of the fenced compute services."""
@@ -114,13 +122,12 @@ class Rehoming:
         services = objects.ServiceList.get_by_binary(ctxt, "nova-compute",
                                                      include_disabled=True)
         now = time.monotonic()
-        down = {s.host: self.watch.down(s.host, (s.report_count, s.updated_at), s.forced_down,
-                                        self._servicegroup_api().service_is_up(s), now)
-                for s in services}
         reports = {s.host: (s.report_count, s.updated_at) for s in services}
+        up = {s.host: not self.watch.down(s.host, reports[s.host], s.forced_down,
+                                          self._servicegroup_api().service_is_up(s), now)
+              for s in services}
         return {host: reports[host]
-                for host in rehoming.fenced_services({h: not d for h, d in down.items()},
-                                                     members, CONF.host)}
+                for host in rehoming.fenced_services(up, members, CONF.host)}
 
     def _rehome_from(self, ctxt, host, hashring):
         """Move the fenced ``host``'s servers whose nodes ``hashring`` gives here; returns
@@ -148,11 +155,8 @@ class Rehoming:
         return True
 
     def _force_down(self, ctxt, host):
-        try:
-            service = objects.Service.get_by_compute_host(ctxt, host)
-        except exception.ComputeHostNotFound:
-            return  # no record to fence
-        if not service.forced_down:
+        service = service_record(ctxt, host)
+        if service is not None and not service.forced_down:  # none: no record to fence
             service.forced_down = True
             service.save()
             self._count("fenced")
