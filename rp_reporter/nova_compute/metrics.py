@@ -12,8 +12,9 @@ class DriverMetrics:
             "rp_reporter_rehoming",
             "Re-homing of fenced compute services' servers, by outcome: moved; fenced (a "
             "service forced down before its servers moved); refused (left for an operator: "
-            "another shard, another server on the node in Ironic); failed (tried again at "
-            "the next round).", ("outcome",), registry=self.registry)
+            "another shard, another server on the node in Ironic); lost (another mover moved "
+            "or claimed the server first; nothing written); failed (tried again at the "
+            "next round).", ("outcome",), registry=self.registry)
         self.refused = prom.Counter(
             "rp_reporter_operations_refused",
             "Operations on a server this service refused: nova homes it elsewhere now, or "

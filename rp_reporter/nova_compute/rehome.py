@@ -13,15 +13,24 @@ go on):
 2. under the node's lock in the coordination backend, the server is read again:
    still on the fenced service, which is still no live member, and Ironic's node
    still names the server;
-3. the server: an instance action ``rp-reporter-rehome`` (``openstack server event
-   list`` shows the move), its task state cleared as nova's ``_init_instance``
-   clears it for a service that restarts (a queued RPC for it then fails its
-   expected-task-state check on the old service), its host set to this one;
+3. the server, claimed in nova's database: its task state set to this mover's claim
+   by a compare-and-swap on the task state read, then read again (still on the fenced
+   service, or the claim is given back and nothing moves); then its host set to this
+   one and its task state cleared, by a compare-and-swap on the claim (the dead
+   service's task state is dropped as nova's ``_init_instance`` drops it for a service
+   that restarts: a queued RPC for it then fails its expected-task-state check on the
+   old service), and an instance action ``rp-reporter-rehome`` recorded (``openstack
+   server event list`` shows the move);
 4. the node's compute node record, to this service.
 
-Steps 3 and 4 are each idempotent and the instance step comes first: a mover that
-dies between them leaves the server on itself, fenced in turn, and the next owner
-finishes the move from there.
+The lock keeps movers apart while the coordination backend keeps its data; the claim
+keeps them apart when it does not (a lock lost with the backend's data, two survivors
+with different views of the members): of two movers that both read the server on the
+fenced service, the second to claim either finds it moved (and moves nothing) or takes
+the claim over, and then the first one's last write fails its check.  Steps 3 and 4 are
+each idempotent and the instance step comes first: a mover that dies between them, or
+after its claim, leaves the server on itself or claimed, fenced in turn, and the next
+owner finishes the move from there.
 """
 
 import collections
@@ -43,6 +52,9 @@ from rp_reporter import rehoming
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
 ACTION = "rp-reporter-rehome"
+# A mover's claim on a server, as its task state for the few milliseconds of a move (nova
+# shows a task state it does not know with the server's status as it is).
+CLAIM = "rp-reporter-rehoming-{host}"
 # A test's hook, not an option: seconds between a move's instance step and its compute
 # node step, so a test can kill the mover half-way.
 STEP_PAUSE = float(os.environ.get("RP_REPORTER_TEST_REHOME_STEP_PAUSE", "0"))
@@ -179,7 +191,16 @@ class Rehoming:
                 return
             LOG.warning("node %s: re-homing instance %s from fenced compute service %s to "
                         "%s", node, instance.uuid, fenced_host, CONF.host)
-            self._move_instance(ctxt, instance)
+            try:
+                moved = self._move_instance(ctxt, instance, fenced_host)
+            except exception.UnexpectedTaskStateError as e:
+                moved = False
+                LOG.warning("node %s: instance %s changed under the move (%s): another "
+                            "mover or a request has it; nothing written, the next round "
+                            "reads it again", node, instance.uuid, e)
+            if not moved:
+                self._count("lost")
+                return
             time.sleep(STEP_PAUSE)
             self._move_compute_node(ctxt, node)
             self._count("moved")
@@ -205,19 +226,31 @@ class Rehoming:
         return None
 
     @staticmethod
-    def _move_instance(ctxt, instance):
+    def _move_instance(ctxt, instance, fenced_host):
+        """Step 3: whether the server moved here (False: another mover moved it first).
+        nova's UnexpectedTaskStateError: another mover, or nova, changed it meanwhile."""
+        claim = CLAIM.format(host=CONF.host)
+        found = instance.task_state
+        instance.task_state = claim
+        instance.save(expected_task_state=[found])
+        instance = objects.Instance.get_by_uuid(ctxt, instance.uuid, expected_attrs=[])
+        if instance.host != fenced_host:  # moved before the claim: give it back
+            instance.task_state = found
+            instance.save(expected_task_state=[claim])
+            return False
+        instance.task_state = None
+        instance.host = CONF.host
+        instance.save(expected_task_state=[claim])
+        if found is not None and not found.startswith(CLAIM.format(host="")):
+            LOG.warning("instance %s: task state %s cleared (its service died in it)",
+                        instance.uuid, found)
+        # Recorded once the move is made: one action per move, none for a lost one.
         objects.InstanceAction.action_start(ctxt, instance.uuid, ACTION, want_result=False)
         objects.InstanceActionEvent.event_start(ctxt, instance.uuid, ACTION,
                                                 want_result=False, host=CONF.host)
-        if instance.task_state is not None:
-            LOG.warning("instance %s: task state %s cleared (its service died in it)",
-                        instance.uuid, instance.task_state)
-        expected = instance.task_state
-        instance.task_state = None
-        instance.host = CONF.host
-        instance.save(expected_task_state=[expected])
         objects.InstanceActionEvent.event_finish(ctxt, instance.uuid, ACTION,
                                                  want_result=False)
+        return True
 
     @staticmethod
     def _move_compute_node(ctxt, node):

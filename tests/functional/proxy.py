@@ -1,6 +1,6 @@
 """A small HTTP proxy in front of a real service, for what the service cannot be
 made to do on demand: answer as an older release (its version headers capped),
-or fail writes for a while.  Every request that reaches it is recorded with the
+or fail some requests for a while.  Every request that reaches it is recorded with the
 time it arrived, so a test can measure when a client wrote."""
 
 import http.server
@@ -19,6 +19,9 @@ class Proxy:
         self.seen = []  # (time.monotonic(), method, path) of every request
         self.answer = None  # (method, path) -> (status, body) to answer instead, or None
         self.headers = {}  # response headers to set on every answer forwarded
+        # The upstream's own address in what it answers (a version document's links)
+        # made the proxy's, so a client that follows the links stays behind the proxy.
+        self.links_to_self = False
         self._http = requests.Session()
         proxy = self
 
@@ -42,6 +45,9 @@ class Proxy:
                                  if k.lower() not in HOP_BY_HOP | {"host"}},
                         allow_redirects=False, timeout=60)
                     status, payload = resp.status_code, resp.content
+                    if proxy.links_to_self:
+                        payload = payload.replace(proxy.upstream.encode(),
+                                                  proxy.url.encode())
                     headers = {k: v for k, v in resp.headers.items()
                                if k.lower() not in HOP_BY_HOP}
                     headers.update(proxy.headers)

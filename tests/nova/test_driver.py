@@ -257,8 +257,8 @@ class Cell:
                             lambda ctxt, uuid, expected_attrs=None: next(
                                 i for i in self.all() if i.uuid == uuid))
         monkeypatch.setattr(rehome.Rehoming, "_move_instance", staticmethod(
-            lambda ctxt, instance: self.moves.append(("instance", instance.uuid))
-            or setattr(instance, "host", CONF.host)))
+            lambda ctxt, instance, fenced_host: self.moves.append(("instance", instance.uuid))
+            or setattr(instance, "host", CONF.host) or True))
         monkeypatch.setattr(rehome.Rehoming, "_move_compute_node", staticmethod(
             lambda ctxt, node: self.moves.append(("compute node", node))))
 
@@ -358,6 +358,89 @@ def test_a_server_moves_once_however_the_survivors_views_differ(nova_config, mon
     rehoming_job({HOSTS[0]}, lookup, ["compute-dead"]).run_once(
         nova_context.get_admin_context())
     assert [m for m in cell.moves if m[0] != "forced down"] == []
+
+
+class Row:
+    """One server's row in nova's database, for the instance step of a move: ``save`` is
+    nova's compare-and-swap on the task state (``expected_task_state``) writing what
+    changed, ``read`` a fresh read; ``actions`` the instance actions started, by host;
+    ``on_read`` runs once, at the next read, before it (another mover's steps,
+    interleaved)."""
+
+    def __init__(self, monkeypatch, instance):
+        self.uuid, self.node = instance.uuid, instance.node
+        self.values = {"host": instance.host, "task_state": instance.task_state}
+        self.actions, self.on_read = [], None
+
+        def save(obj, expected_task_state=None):
+            if self.values["task_state"] not in expected_task_state:
+                raise exception.UnexpectedTaskStateError(
+                    instance_uuid=obj.uuid, expected=expected_task_state,
+                    actual=self.values["task_state"])
+            # Only what changed, as nova's save writes it.
+            self.values.update({field: getattr(obj, field)
+                                for field in obj.obj_what_changed() & set(self.values)})
+            obj.obj_reset_changes()
+
+        monkeypatch.setattr(objects.Instance, "save", save)
+        monkeypatch.setattr(objects.Instance, "get_by_uuid",
+                            lambda ctxt, uuid, expected_attrs=None: self.read())
+        monkeypatch.setattr(objects.InstanceAction, "action_start",
+                            lambda ctxt, uuid, action, want_result=False:
+                            self.actions.append(CONF.host))
+        monkeypatch.setattr(objects.InstanceActionEvent, "event_start",
+                            lambda ctxt, uuid, action, want_result=False, host=None: None)
+        monkeypatch.setattr(objects.InstanceActionEvent, "event_finish",
+                            lambda ctxt, uuid, action, want_result=False: None)
+
+    def read(self):
+        interleaved, self.on_read = self.on_read, None
+        if interleaved:
+            host = CONF.host
+            interleaved()
+            CONF.set_override("host", host)
+        found = objects.Instance(uuid=self.uuid, node=self.node, **self.values)
+        found.obj_reset_changes()
+        return found
+
+
+def move_as(host, instance, fenced_host="compute-dead"):
+    """The instance step of a move, by the mover on ``host``."""
+    CONF.set_override("host", host)
+    try:
+        return rehome.Rehoming._move_instance(nova_context.get_admin_context(), instance,
+                                              fenced_host)
+    finally:
+        CONF.clear_override("host")
+
+
+def test_two_movers_that_both_read_the_server_on_the_dead_service_move_it_once(
+        nova_config, monkeypatch):
+    """The node's lock lost with the coordination backend's data, or two survivors with
+    different views of the members: both read the server on the dead service before
+    either moved it.  The first moves it; the second's claim succeeds (the task state is
+    clear again) but its read under the claim finds the server moved: it gives the claim
+    back and writes nothing.  One host, one instance action, never a flip."""
+    row = Row(monkeypatch, an_instance("compute-dead", str(uuid.uuid4())))
+    read_by_a, read_by_b = row.read(), row.read()
+    assert move_as(HOSTS[0], read_by_a) is True
+    assert move_as(HOSTS[1], read_by_b) is False
+    assert row.values == {"host": HOSTS[0], "task_state": None}
+    assert row.actions == [HOSTS[0]]
+
+
+def test_a_mover_whose_claim_was_taken_over_writes_nothing(nova_config, monkeypatch):
+    """A slow mover (paused just after its claim) whose claim another mover took over
+    (it read the claim, as a dead mover's is read, and moved the server): the slow one
+    reads the server moved and its next write fails its expected-task-state check."""
+    row = Row(monkeypatch, an_instance("compute-dead", str(uuid.uuid4())))
+    row.values["task_state"] = "rebooting"  # the dead service died in a reboot
+    slow = row.read()
+    row.on_read = lambda: move_as(HOSTS[1], row.read())  # before the slow one reads again
+    with pytest.raises(exception.UnexpectedTaskStateError):
+        move_as(HOSTS[0], slow)
+    assert row.values == {"host": HOSTS[1], "task_state": None}
+    assert row.actions == [HOSTS[1]]
 
 
 def test_a_service_whose_reports_go_on_is_not_fenced_by_a_skewed_clock(

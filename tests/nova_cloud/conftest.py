@@ -1,4 +1,4 @@
-"""One whole nova cloud for the session (localstack's nova-cloud profile), every
+"""The session's whole nova cloud (tests/conftest.py, shared with tests/nova_ha), every
 topology side by side on it, each in its own Ironic shard with its own nova-compute,
 resource class and flavor, so one script drives all of them on the same stack:
 
@@ -137,15 +137,20 @@ def pytest_collection_modifyitems(items):
 
 
 @contextlib.contextmanager
-def whole_cloud(workdir):
-    """The stack, nova's API, and every topology started; all stopped on the way out.
+def whole_cloud(workdir, stack=None):
+    """nova's API and every topology started on ``stack`` (by default a new stack, started
+    here); the topologies, and a stack started here, stopped on the way out.
     ``cloud.results["setup_repeats"]``: the test clients' requests repeated after a
     dropped connection while it started (none on a stack that serves its load)."""
-    stack = localstack.LocalStack(str(workdir / "cloud"), **localstack.PROFILES["nova-cloud"])
+    own_stack = stack is None
+    if own_stack:
+        stack = localstack.LocalStack(str(workdir / "cloud"),
+                                      **localstack.PROFILES["nova-cloud"])
     topologies = {}
     repeats_before = collections.Counter(fleet.REPEATS)
     try:
-        stack.start()
+        if own_stack:
+            stack.start()
         nova = nova_api.Nova(stack)
         placement = fleet.Placement(stack.placement_url, auth=stack.admin_auth("placement"))
         agent_dir = workdir / "agents"
@@ -170,12 +175,16 @@ def whole_cloud(workdir):
         # All at once: each takes 2-10 s to stop, one after another about 38 s.
         stop_all([agent for topology in topologies.values()
                   for agent in topology.agents])
-        stack.stop()
+        if own_stack:
+            stack.stop()
+        else:  # the cloud goes on without this suite's nova-compute services
+            process.stop_all([stack.service(f"nova-compute-{topology.host}")
+                              for topology in topologies.values()])
 
 
 @pytest.fixture(scope="session")
-def cloud(tmp_path_factory):
-    with whole_cloud(tmp_path_factory.mktemp("nova-cloud")) as cloud:
+def cloud(tmp_path_factory, nova_cloud_stack):
+    with whole_cloud(tmp_path_factory.mktemp("nova-cloud"), nova_cloud_stack) as cloud:
         cloud.churn_timer = churn.start_after_warm_up(cloud, ("A-churn", "C-churn"))
         yield cloud
         # What the tests measured, whether they passed or not.

@@ -1,5 +1,5 @@
-"""Three nova-compute services sharing one fleet, on one whole nova cloud (localstack's
-nova-cloud profile), killed and brought back by the tests:
+"""Three nova-compute services sharing one fleet, on the session's whole nova cloud
+(tests/conftest.py, shared with tests/nova_cloud), killed and brought back by the tests:
 
 * ``ours``: rp_reporter's driver with ``peers_from = coordination``; each service a
   member of one coordination group (etcd, each through its own proxy so one can be
@@ -7,7 +7,9 @@ nova-cloud profile), killed and brought back by the tests:
 * ``stock``: nova's own driver, no shard: nova's ring over its live services.
 
 The stock fleet runs first and is stopped before ours starts: without a shard it
-would claim every node.  The figures go to bench-results/nova-ha.json.
+would claim every node.  For the same reason these tests run before tests/nova_cloud's
+in a session that runs both (tests/conftest.py orders them): its topologies start with
+its first test.  The figures go to bench-results/nova-ha.json.
 """
 
 import dataclasses
@@ -265,19 +267,14 @@ def double_claimed_max_s(spans):
 
 
 @pytest.fixture(scope="session")
-def cloud(tmp_path_factory):
-    stack = localstack.LocalStack(str(tmp_path_factory.mktemp("cloud")),
-                                  **localstack.PROFILES["nova-cloud"])
-    try:
-        stack.start()
-        cloud = Cloud(stack, nova_api.Nova(stack),
-                      fleet.Placement(stack.placement_url, auth=stack.admin_auth("placement")),
-                      {"lease_s": LEASE, "periodic_s": PERIODIC,
-                       "service_down_time_s": SERVICE_DOWN,
-                       "periodic_fuzzy_delay_s": FUZZY_DELAY})
-        yield cloud
-        RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(json.dumps(cloud.results, indent=2, sort_keys=True) + "\n")
-        print(f"\n{RESULTS}:\n{RESULTS.read_text()}")
-    finally:
-        stack.stop()
+def cloud(nova_cloud_stack):
+    stack = nova_cloud_stack
+    cloud = Cloud(stack, nova_api.Nova(stack),
+                  fleet.Placement(stack.placement_url, auth=stack.admin_auth("placement")),
+                  {"lease_s": LEASE, "periodic_s": PERIODIC,
+                   "service_down_time_s": SERVICE_DOWN,
+                   "periodic_fuzzy_delay_s": FUZZY_DELAY})
+    yield cloud
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps(cloud.results, indent=2, sort_keys=True) + "\n")
+    print(f"\n{RESULTS}:\n{RESULTS.read_text()}")

@@ -13,13 +13,16 @@ import json
 import pathlib
 import re
 import signal
+import threading
 import time
 
 import pytest
 
 from rp_reporter.nova_compute import rehome
 from tests.functional.agents import wait_for
+from tests.functional.proxy import Proxy
 from tests.nova_ha import conftest as ha
+from tools.localstack import etcd
 
 SLACK = 5  # seconds of a 2-core machine running a whole cloud
 REHOME_PAUSE = 15  # s between a re-homing's two steps, in the mover scenario only
@@ -83,8 +86,10 @@ def kill_and_watch(cloud, made, victim, servers, in_maintenance, rehomes):
         return all(cloud.nova.server(s)["OS-EXT-SRV-ATTR:host"] in survivors
                    and found[servers[s]] == [cloud.nova.server(s)["OS-EXT-SRV-ATTR:host"]]
                    for s in victim_servers)
+    # nova's driver never re-homes: it is given the bound ours is held to, and a margin.
+    bound = 3 * ha.PERIODIC + 30 if rehomes else 2 * ha.PERIODIC + SLACK
     try:
-        wait_for(rehomed, max(fenced_at - time.time(), 0) + 3 * ha.PERIODIC + 30,
+        wait_for(rehomed, max(fenced_at - time.time(), 0) + bound,
                  f"{made.name}: the dead service's servers re-homed")
         facts["fence_to_rehomed_s"] = round(time.time() - fenced_at, 1)
         # Never before nova saw it down (its last report, to the second, and
@@ -196,7 +201,9 @@ def ours(cloud, stock, tmp_path_factory):
         moves_per_server_max=max(facts["pause"]["moves_per_server_max"],
                                  facts["replacement"]["moves_per_server_max"]),
         pause=dict(facts["pause"]), replacement=dict(facts["replacement"]))
-    return facts
+    yield facts
+    for host in made.logs:  # the cloud goes on (tests/nova_cloud's, next in the session)
+        cloud.stack.service(f"nova-compute-{host}").stop()
 
 
 def row(facts, resumed, double_claimed, lease):
@@ -316,31 +323,62 @@ def rehomes_of(cloud, server, since):
                for _, event, _, at, _ in cloud.nova.events(server))
 
 
+class Flushing:
+    """The coordination backend losing all its data (members, locks) every ``every``
+    seconds from ``after`` seconds on, until stopped: until each member joins again,
+    the members' views of the group differ and a lock held may be gone."""
+
+    def __init__(self, stack, after, every):
+        self.count, self._stopped = 0, threading.Event()
+
+        def run():
+            self._stopped.wait(after)
+            while not self._stopped.is_set():
+                etcd.flush(stack)
+                self.count += 1
+                self._stopped.wait(every)
+        self._thread = threading.Thread(target=run, name="flushing", daemon=True)
+        self._thread.start()
+
+    def stop(self):
+        self._stopped.set()
+        self._thread.join()
+        return self.count
+
+
 def pause_and_resume(cloud, made, servers):
     """The service holding the most servers paused (SIGSTOP) past its lease and nova's
     service_down_time, a reboot of one of its servers asked while nova still saw it up
-    (queued for it, as in production); its servers re-homed meanwhile; then it resumes
-    (SIGCONT).  It must act on none of them: no Ironic write on their nodes, no instance
-    action event of its own after the move.  Then each is rebooted and deleted through
-    nova's API."""
+    (queued for it, as in production); its servers re-homed meanwhile, while the
+    coordination backend loses its data every 2 s (disagreeing views: two survivors each
+    may think a node its own, and a node's lock may vanish under its holder); then it
+    resumes (SIGCONT).  It must act on none of them: no Ironic write on their nodes, no
+    instance action event of its own after the move; each server moved once, to one
+    host (never two hosts seen).  Then each is rebooted and deleted through nova's API."""
     placed = {s: cloud.nova.server(s)["OS-EXT-SRV-ATTR:host"] for s in servers}
     victim = max(made.hosts, key=lambda h: sum(host == h for host in placed.values()))
     theirs = [s for s, host in placed.items() if host == victim]
     assert theirs, f"no server on any service: {placed}"
-    survivors = [h for h in made.hosts if h != victim]
     mark = pathlib.Path(cloud.stack.workdir, "ironic.log").stat().st_size
     paused_at = utc_now()
     service = cloud.stack.service(f"nova-compute-{victim}")
+    seen = {s: set() for s in theirs}  # the hosts each server was seen on, after the pause
+
+    def moved():
+        for server in theirs:
+            seen[server].add(cloud.nova.server(server)["OS-EXT-SRV-ATTR:host"])
+        return all(seen[s] - {victim} for s in theirs)
     service.signal(signal.SIGSTOP)
+    flushing = Flushing(cloud.stack, after=ha.LEASE - 2, every=2)
     try:
         time.sleep(3)
         cloud.nova.reboot(theirs[0])  # nova still sees it up: the cast waits for it
-        wait_for(lambda: all(cloud.nova.server(s)["OS-EXT-SRV-ATTR:host"] in survivors
-                             for s in theirs),
-                 FENCED_AFTER_KILL + 3 * ha.PERIODIC + 60, "the paused service's servers "
-                 "re-homed")
+        wait_for(moved, FENCED_AFTER_KILL + 3 * ha.PERIODIC + 60,
+                 "the paused service's servers re-homed")
+        time.sleep(ha.REPORT)  # one more round of the survivors' job, still flushing
         moved_at = utc_now()
     finally:
+        flushes = flushing.stop()
         service.signal(signal.SIGCONT)
     resumed_at = time.time()
     wait_for(lambda: ha.ring_logged(made, victim, resumed_at), ha.LEASE + 3 * ha.PERIODIC,
@@ -357,7 +395,10 @@ def pause_and_resume(cloud, made, servers):
              "actions_on_moved": sum(result != "Error" for result in own),
              "attempts_refused": sum(result == "Error" for result in own),
              "refused_logged": made.since(victim).count("refused to "),
-             "moves_per_server_max": max(rehomes_of(cloud, s, paused_at) for s in theirs)}
+             "moves_per_server_max": max(rehomes_of(cloud, s, paused_at) for s in theirs),
+             "backend_flushes": flushes}
+    moved()  # and where they are now, after its periodics
+    facts["hosts_seen_max"] = max(len(seen[s] - {victim}) for s in theirs)
     operable = [cloud.nova.operable(s, timeout=60) for s in theirs]
     facts["servers_operable"] = [sum(operable), len(theirs)]
     for server in theirs:
@@ -378,11 +419,24 @@ def placed_node(cloud, made, server):
     return cloud.nova.server(server)["OS-EXT-SRV-ATTR:hypervisor_hostname"]
 
 
+def failing_one_node(cloud, node):
+    """A proxy in front of Ironic answering 500 to every read of ``node`` (nova's client
+    retries a 503 for minutes, not a 500) while ``.answer`` is set."""
+    proxy = Proxy(cloud.stack.ironic_url)
+    proxy.links_to_self = True
+    proxy.answer = lambda method, path: (
+        (500, b"Internal Server Error") if method == "GET"
+        and path.startswith(f"/v1/nodes/{node}") else None)
+    return proxy
+
+
 def replacement_host(cloud, made, servers):
     """Every member killed, then a service started under a new host name with the same
     configuration (an operator's replacement): it starts (nova creates its Service record
     after init_host; a move before that failed the start), takes the free nodes and the
-    servers, strands nothing, and survives a restart."""
+    servers, strands nothing, and survives a restart.  Its Ironic answers 500 for one
+    server's node at first: that node's move fails and is logged, the others move, and
+    it moves once Ironic answers again."""
     for host in made.hosts:  # a server on each, so each death leaves one to move
         node = next((n for n in cloud.offered(made) if cloud.home(n) == host), None)
         if node and not any(cloud.nova.server(s)["OS-EXT-SRV-ATTR:host"] == host
@@ -398,11 +452,22 @@ def replacement_host(cloud, made, servers):
     for host in made.hosts:
         made.kill(cloud.stack, host)
     new = f"{made.name}-new"
+    failing = next(s for s in servers if s not in (rebooted, deleted))
+    ironic = failing_one_node(cloud, servers[failing])
     made.sections[new] = json.loads(json.dumps(made.sections[made.hosts[0]]))
+    made.sections[new].setdefault("ironic", {})["endpoint_override"] = ironic.url
     made.start(cloud.stack, new)
     facts = {"host": new, "servers": len(servers)}
     try:
         wait_for(lambda: cloud.nova.compute_up(new), 120, f"{new} up")
+        failed_line = re.compile(rf"node {servers[failing]}: re-homing instance \S+ from "
+                                 r"\S+ failed")
+        wait_for(lambda: failed_line.search(made.since(new))
+                 and all(host_of(cloud, s) in (new, None) for s in servers if s != failing),
+                 FENCED_AFTER_KILL + 6 * ha.PERIODIC + 60,
+                 f"{new} re-homing every server but the one whose node fails")
+        facts["others_moved_while_one_node_failed"] = host_of(cloud, failing) != new
+        ironic.answer = None
         wait_for(lambda: all(host_of(cloud, s) in (new, None) and cloud.home(n) == new
                              for s, n in servers.items())
                  and all(h == [new] for h in cloud.homes(made.nodes).values()),
@@ -490,21 +555,39 @@ def test_a_mover_killed_half_way_is_finished_by_the_next_owner(ours):
 
 
 def test_a_paused_service_that_resumes_acts_on_none_of_its_moved_servers(ours):
-    """Issue: HA you can trust, pause and resume."""
+    """A paused service resumes after its servers moved: it acts on none of them."""
     paused = ours["pause"]
     assert paused["ironic_writes_on_moved"] == 0 and paused["actions_on_moved"] == 0, paused
-    assert paused["moves_per_server_max"] == 1, paused
     assert paused["servers_operable"][0] == paused["servers_operable"][1], paused
 
 
+def test_survivors_whose_views_disagree_move_each_server_once(ours):
+    """The moves above ran while the coordination backend lost its data every 2 s
+    (members and the nodes' locks gone, each survivor joining again on its own): each
+    server moved once (one instance action), and never seen on two hosts."""
+    paused = ours["pause"]
+    assert paused["backend_flushes"] >= 3, paused
+    assert paused["moves_per_server_max"] == 1, paused
+    assert paused["hosts_seen_max"] == 1, paused
+
+
 def test_a_replacement_host_starts_takes_everything_and_survives_a_restart(ours):
-    """Issue: HA you can trust, a new host after every member died."""
+    """A new host after every member died."""
     new = ours["replacement"]
     assert new["ok"] and new["stranded"] == 0, new
     # A reboot and a delete in flight when every service died: no task state stuck once
     # the servers are re-homed and a periodic has run; each server operable (or deleted).
     assert new["stuck_task_states"] == 0, new
     assert new["moves_per_server_max"] == 1, new
+
+
+def test_an_ironic_error_for_one_node_leaves_the_others_moving(ours):
+    """While the replacement's Ironic answered 500 for one server's node: that move
+    failed and was logged, every other server moved in the same rounds, and the failed
+    one moved once Ironic answered (the replacement holds every server, above)."""
+    new = ours["replacement"]
+    assert new["others_moved_while_one_node_failed"] is True, new
+    assert new["ok"], new
 
 
 def test_stock_nova_leaves_the_dead_services_servers_stuck(stock, ours):

@@ -24,3 +24,12 @@ def start(stack):
     process.wait_until(lambda: json.loads(urllib.request.urlopen(
         client + "/health", timeout=2).read())["health"] == "true", 30, "etcd")
     process.log(f"etcd on {stack.ports[NAME]}")
+
+
+def flush(stack):
+    """Delete every key (the backend losing its data: members, locks, all); returns how
+    many were deleted."""
+    everything = {"key": "AA==", "range_end": "AA=="}  # "\0" to "\0": the whole keyspace
+    request = urllib.request.Request(stack.etcd_url + "/v3/kv/deleterange",
+                                     data=json.dumps(everything).encode(), method="POST")
+    return int(json.loads(urllib.request.urlopen(request, timeout=5).read()).get("deleted", 0))

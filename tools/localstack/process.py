@@ -2,6 +2,7 @@
 checks, and the stack's own virtualenv and Debian packages."""
 
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -102,6 +103,18 @@ def venv_bin(name):
 def venv_has(module):
     return subprocess.run([venv_bin("python"), "-c", f"import {module}"],
                           capture_output=True).returncode == 0
+
+
+@contextlib.contextmanager
+def install_lock():
+    """Held while installing: an exclusive lock on a file beside the stack's virtualenv."""
+    os.makedirs(os.path.dirname(STACK_VENV), exist_ok=True)
+    with open(STACK_VENV + ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def install_missing(debs, venv_extras):

@@ -83,15 +83,18 @@ def services_of(shape):
 
 
 def install(**knobs):
-    """Install what a stack of this shape needs and is not there yet (idempotent)."""
+    """Install what a stack of this shape needs and is not there yet (idempotent; one
+    process at a time, so stacks started side by side, as pytest's workers start theirs,
+    never run apt-get or build one virtualenv twice at once)."""
     modules = services_of(shape_of(**knobs))
-    process.install_missing(
-        debs=[deb for module in modules for deb in getattr(module, "DEBS", ())],
-        venv_extras=[(module.VENV_PACKAGES, module.venv_ready) for module in modules
-                     if hasattr(module, "VENV_PACKAGES")])
-    for module in modules:  # a service with a virtualenv of its own
-        if hasattr(module, "install"):
-            module.install()
+    with process.install_lock():
+        process.install_missing(
+            debs=[deb for module in modules for deb in getattr(module, "DEBS", ())],
+            venv_extras=[(module.VENV_PACKAGES, module.venv_ready) for module in modules
+                         if hasattr(module, "VENV_PACKAGES")])
+        for module in modules:  # a service with a virtualenv of its own
+            if hasattr(module, "install"):
+                module.install()
 
 
 def _http(name, doc=None):
