@@ -33,19 +33,23 @@ def check(conf):
             raise ValueError(f"[{group}] {e}") from None
 
 
-def placement_client(conf):
+def placement_client(conf, write_guard=None):
+    """``write_guard()``, when given, is called before every write (see PlacementClient)."""
     return placement_sync.PlacementClient(
         rp_conf.adapter(conf, "placement"),
         attempts=conf.placement.request_attempts,
-        backoff_max=conf.placement.request_backoff_max)
+        backoff_max=conf.placement.request_backoff_max,
+        write_guard=write_guard)
 
 
-def ironic_client(conf):
+def ironic_client(conf, write_guard=None):
+    """``write_guard()``, when given, is called before every node write."""
     return ironic_sync.IronicClient.from_adapter(
         rp_conf.adapter(conf, "ironic"),
         conductor_group=conf.ironic.conductor_group,
         shard=conf.ironic.shard,
-        page_size=conf.ironic.page_size)
+        page_size=conf.ironic.page_size,
+        write_guard=write_guard)
 
 
 # What makes two reporters' saved state interchangeable: the same services,
@@ -70,13 +74,20 @@ def state(conf):
                               identity(conf))
 
 
-def reconciler(conf, owns=None):
-    """The reconcile pass over the one per-node sync, with its saved observations."""
-    syncer = provider.ProviderSync(placement_client(conf),
-                                   conflict_retries=conf.reconcile.conflict_retries,
-                                   reverify_passes=conf.reconcile.reverify_passes)
-    nodes = node_sync.NodeSync(ironic_client(conf), syncer, workers=conf.reconcile.workers,
-                               skip_reserve_in_use=conf.reconcile.skip_reserve_in_use)
+def reconciler(conf, owns=None, write_guard=None, owner_guard=None, busy=None):
+    """The reconcile pass over the one per-node sync, with its saved observations.
+
+    The agent's ownership plugs in here: ``owns(uuid)``, which nodes are this
+    reporter's; ``write_guard()``, called by both clients before every write;
+    ``owner_guard(uuid)``, before each write of a node's sync; ``busy(uuid)``,
+    whether another sync (the agent's work queue) has that node in hand."""
+    provider_sync = provider.ProviderSync(placement_client(conf, write_guard),
+                                          conflict_retries=conf.reconcile.conflict_retries,
+                                          reverify_passes=conf.reconcile.reverify_passes,
+                                          owner_guard=owner_guard)
+    nodes = node_sync.NodeSync(ironic_client(conf, write_guard), provider_sync,
+                               workers=conf.reconcile.workers,
+                               skip_reserve_in_use=conf.reconcile.skip_reserve_in_use, busy=busy)
     result = reconcile.Reconciler(nodes, workers=conf.reconcile.workers, owns=owns,
                                   bulk_batch=conf.reconcile.bulk_batch, state=state(conf),
                                   absent_for=conf.reconcile.interval,

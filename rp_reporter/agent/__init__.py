@@ -1,15 +1,21 @@
 """The daemon that keeps Placement fresh (``rp-reporter-agent``).
 
 * ``cmd``: the command line: configuration, logging, signals;
-* ``controller``: notifications and the periodic resync name nodes, one work
-  queue syncs them (``sync/node.py``);
+* ``service``: the agent: builds the pieces below, passing each what it calls,
+  and runs the reconcile loop, start to stop;
+* ``controller``: notifications and the resync name nodes, one work queue
+  syncs them through one sync function (``sync/node.py``);
+* ``resync``: the periodic reconcile pass and its deletion policy;
+* ``slice_wait``: a member's wait for the lister's slice before its pass;
+* ``latency``: the fast path's clock, notification to Placement's answer;
 * ``ownership``: membership, the ring, fencing, and the guards before writes;
 * ``health``: what /healthz says, and the threads kept alive;
+* ``listing_bus``: the shared listing's carrier, sender and receiver;
 * ``rules``: the trait rules, loaded and reloaded.
 """
 
 from rp_reporter.agent.cmd import main
-from rp_reporter.agent.controller import Agent
 from rp_reporter.agent.rules import load_rules
+from rp_reporter.agent.service import Agent
 
 __all__ = ["Agent", "load_rules", "main"]

@@ -18,8 +18,8 @@ from oslo_config import cfg
 from rp_reporter import conf as rp_conf
 from rp_reporter import log as rp_log
 from rp_reporter import wiring
-from rp_reporter.agent import controller
 from rp_reporter.agent import rules as rp_rules
+from rp_reporter.agent import service
 
 LOG = logging.getLogger("rp_reporter.agent")
 
@@ -50,7 +50,7 @@ def main(argv=None):
         print(f"rp-reporter-agent: error: bad logging configuration: {e}", file=sys.stderr)
         return 2
     conf.log_opt_values(LOG, logging.DEBUG)  # oslo.config masks every secret option
-    agent = controller.Agent(conf, rules)
+    agent = service.Agent(conf, rules)
     if rules is not None:
         LOG.info("derived traits kept in step by the rules of %s", conf.traits.rules_file)
     signal.signal(signal.SIGTERM, agent.stop)

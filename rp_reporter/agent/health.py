@@ -21,7 +21,7 @@ LOG = logging.getLogger(__name__)
 
 
 class Health:
-    def __init__(self, metrics, ownership, deps, trait_writes, threads, pass_due=None,
+    def __init__(self, metrics, ownership, outages, trait_writes, threads, pass_due=None,
                  clock=time.monotonic):
         self.ownership = ownership
         # () -> seconds: a completed pass older than this is a stalled loop.
@@ -30,7 +30,7 @@ class Health:
         self.last_pass = None  # when the last pass completed (or, until one has, ready)
         self.running_since = None  # when the pass under way began
         self.casts = None  # the shared listing's casts (an Outage) on a lister
-        self.deps = deps  # {section: Outage}
+        self.outages = outages  # {section: Outage}
         self.trait_writes = trait_writes  # Outage of the derived-trait writes
         self.threads = threads  # Supervisor
         self.ready = threading.Event()  # listener bound: events from now on are seen
@@ -38,9 +38,9 @@ class Health:
         self.deletion_refused = None  # the deletion guard's line while it refuses
         metrics.healthy.set_function(lambda: float(self.healthy()[0]))
         metrics.fenced.set_function(lambda: float(bool(ownership.fenced)))
-        for section, dep in deps.items():
+        for section, outage in outages.items():
             metrics.dependency_up.labels(section).set_function(
-                lambda dep=dep: float(dep.down_since is None))
+                lambda outage=outage: float(outage.down_since is None))
 
     def healthy(self):
         """(True, "ok") or (False, why), for /healthz."""
@@ -59,9 +59,9 @@ class Health:
         thread_problem = self.threads.problem()
         if thread_problem:
             return False, thread_problem
-        for dep in (*self.deps.values(), self.trait_writes, self.casts):
-            if dep is not None and dep.down_since is not None:
-                return False, f"{dep.name}: {dep.error}"
+        for outage in (*self.outages.values(), self.trait_writes, self.casts):
+            if outage is not None and outage.down_since is not None:
+                return False, f"{outage.name}: {outage.error}"
         if self.deletion_refused:
             return False, f"deletion refused: {self.deletion_refused}"
         return True, "ok"

@@ -227,18 +227,18 @@ class Sharing:
                                       (self.conf.ring.partitions, self.conf.ring.hash_algorithm),
                                       self._deployment)
 
-    def lists(self):
+    def is_lister(self):
         """This agent lists for the ring (it is the lister, or alone)."""
         return shared_listing.lister(self.ownership.ring) == self.conf.host
 
-    def wait(self):
+    def wait_seconds(self):
         """How long past its own interval a member waits for the lister's slice: the
         option, or twice the lister's last listing, whichever is longer, and never
         longer than ``[reconcile] shared_listing_wait_max``."""
         return min(max(self.conf.reconcile.shared_listing_wait, 2 * self.listing_seconds),
-                   self.wait_max())
+                   self.wait_max_seconds())
 
-    def wait_max(self):
+    def wait_max_seconds(self):
         bound = self.conf.reconcile.shared_listing_wait_max
         return self.conf.reconcile.interval if bound is None else bound
 
@@ -299,30 +299,30 @@ class Sharing:
         it began by ``begun_by`` (wall clock)."""
         wanted = self.context(self.ownership.ring)
         with self._lock:
-            return self._assembler.arriving(wanted, self.wait(), begun_by)
+            return self._assembler.arriving(wanted, self.wait_seconds(), begun_by)
 
     @property
     def refused(self):
         """Why the last take() gave no slice."""
         return self._assembler.refused
 
-    def slice(self, expected, stopping, wake):
+    def slice(self, expected, stopping, resync_now):
         """The slice for this member's pass, or None when it lists by itself: the one
         place that decides.
 
         The lister (or an agent alone) always lists.  A member takes the slice that woke
         it; after a start or a ring change (``expected``: the lister then lists at once)
-        it waits for one up to ``wait()``, and waits on while the lister's pages of a
-        listing begun within one interval keep coming: its own listing of the same
+        it waits for one up to ``wait_seconds()``, and waits on while the lister's pages
+        of a listing begun within one interval keep coming: its own listing of the same
         Ironic would take as long and slow the lister's (seen at 10^5 nodes, agents
         started together: two members listing beside the lister made three listings).
-        Never past ``wait_max()``, and not at all once ``stopping`` is set; ``wake`` is
-        the agent's event, set by an arriving slice."""
-        if self.lists():
+        Never past ``wait_max_seconds()``, and not at all once ``stopping`` is set;
+        ``resync_now`` is the agent's event, set by an arriving slice."""
+        if self.is_lister():
             return None
         started, waiting_since = time.monotonic(), time.time()  # the lister's ids: wall clock
-        deadline = started + (self.wait() if expected else 0)
-        bound = started + self.wait_max()
+        deadline = started + (self.wait_seconds() if expected else 0)
+        bound = started + self.wait_max_seconds()
         heartbeat = self.conf.coordination.heartbeat
         while True:
             listing = self.take()
@@ -331,8 +331,8 @@ class Sharing:
                     or (now >= deadline and not self.arriving(
                         begun_by=waiting_since + self.conf.reconcile.interval))):
                 break
-            wake.clear()
-            wake.wait(min((deadline if now < deadline else bound) - now, heartbeat))
+            resync_now.clear()
+            resync_now.wait(min((deadline if now < deadline else bound) - now, heartbeat))
         if listing is None and not stopping.is_set():
             LOG.info("no whole shared listing from the lister on this ring (%s%s): listing "
                      "by myself", self.refused,
@@ -345,7 +345,7 @@ class Sharing:
         """A Tee for this pass's listing, or None when this agent does not list for
         others (it is not the lister, or it is alone)."""
         ring = self.ownership.ring
-        if len(ring.members) < 2 or not self.lists():
+        if len(ring.members) < 2 or not self.is_lister():
             return None
         listing_id = (time.time(), self.conf.host, next(self._pass_ids))
         return Tee(self, ring, listing_id, self.context(ring).as_dict())

@@ -16,13 +16,13 @@ LOG = logging.getLogger("rp_reporter.agent")
 
 
 class Resync:
-    def __init__(self, reconciler, ownership, metrics, deps, health, enqueue, stopping):
+    def __init__(self, reconciler, ownership, metrics, outages, health, enqueue, stopping):
         self.reconciler = reconciler
         self.ownership = ownership
         self.metrics = metrics
-        self.deps = deps          # {section: Outage}
+        self.outages = outages    # {section: Outage}
         self.health = health      # the deletion guard's refusal is shown there
-        self.enqueue = enqueue    # uuids -> the work queue
+        self.enqueue = enqueue    # uuids -> the work queue (Controller.enqueue)
         self.stopping = stopping  # threading.Event: bulk creation stops with the agent
 
     def run(self, listing=None, tee=None):
@@ -33,11 +33,11 @@ class Resync:
         try:
             drift = self.reconciler.drift(listing=listing, tee=tee)
         except errors.ServiceError as e:  # a bug's exception is the loop's (Agent.cycle)
-            self.deps[e.section].failed(e)
+            self.outages[e.section].failed(e)
             return False
         if listing is None:  # both services answered this agent's own listings
-            for dep in self.deps.values():
-                dep.ok()
+            for outage in self.outages.values():
+                outage.ok()
         else:  # the slice proves the lister's access, not this agent's
             self.check_own_access()
         self.metrics.listings.labels("shared" if listing is not None else
@@ -66,14 +66,15 @@ class Resync:
     def check_own_access(self):
         """One cheap call to each service with this agent's own credentials: a member
         whose credentials broke says so on /healthz even in a quiet fleet."""
-        for section, probe in (("ironic", self.reconciler.nodes.ironic.probe),
-                               ("placement", self.reconciler.nodes.syncer.placement.probe)):
+        node_sync = self.reconciler.node_sync
+        for section, probe in (("ironic", node_sync.ironic.probe),
+                               ("placement", node_sync.provider_sync.placement.probe)):
             try:
                 probe()
             except errors.ServiceError as e:
-                self.deps[section].failed(e)
+                self.outages[section].failed(e)
             else:
-                self.deps[section].ok()
+                self.outages[section].ok()
 
     def create_in_bulk(self, new):
         def should_stop():
@@ -83,7 +84,7 @@ class Resync:
             for result in self.reconciler.create_in_bulk(new, self.enqueue, should_stop):
                 self.metrics.record_sync(result)
         except errors.ServiceError as e:  # the queue has the rest, and retries
-            self.deps[e.section].failed(e)
+            self.outages[e.section].failed(e)
         except errors.Fenced as e:  # the resync after unfencing takes the rest
             LOG.warning("bulk creation stopped: %s", e)
 

@@ -78,7 +78,7 @@ class IronicClient:
     """Reads the nodes this reporter is responsible for."""
 
     def __init__(self, client=None, conductor_group=None, shard=None, page_size=1000,
-                 adapter=None):
+                 adapter=None, write_guard=None):
         self._built = client
         self._adapter = adapter
         self._build_lock = threading.Lock()
@@ -86,7 +86,7 @@ class IronicClient:
         self.shard = shard
         self.page_size = page_size
         # Called before every node write (derived traits): see PlacementClient.write_guard.
-        self.write_guard = lambda: None
+        self.write_guard = write_guard or (lambda: None)
         # After a full listing: None when it is shown to hold every node in scope,
         # else why it cannot be (see ``_listing_gap``).
         self.listing_gap = "no listing made yet"

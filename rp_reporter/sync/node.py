@@ -40,9 +40,10 @@ class NodeResult:
 
 
 class NodeSync:
-    def __init__(self, ironic, syncer, workers=8, skip_reserve_in_use=False):
+    def __init__(self, ironic, provider_sync, workers=8, skip_reserve_in_use=False,
+                 busy=None):
         self.ironic = ironic
-        self.syncer = syncer
+        self.provider_sync = provider_sync
         self.workers = workers
         # nova's [workarounds] skip_reserve_in_use_ironic_nodes, for the model.
         self.skip_reserve_in_use = skip_reserve_in_use
@@ -50,9 +51,9 @@ class NodeSync:
         # capability_traits.NodeTraits when [traits] rules_file is set (the agent sets
         # it, and swaps it on a reload); None: no derived traits, no extra fields read.
         self.node_traits = None
-        # Nodes another sync has in hand (the agent's work queue): it writes their
-        # derived traits from a fresher read than a pass's listing.
-        self.busy = lambda uuid: False
+        # uuid -> whether another sync has the node in hand (the agent's work queue):
+        # that sync writes its derived traits from a fresher read than a pass's listing.
+        self.busy = busy or (lambda uuid: False)
         # Writing derived traits to Ironic: one line when it fails and one when it is
         # back, however many nodes fail between (a reader-only [ironic] user, say).
         self.trait_writes = Outage("Ironic derived-trait writes")
@@ -220,7 +221,7 @@ class NodeSync:
             node = self.with_derived_traits(record, node)
         except errors.ServiceError as e:  # logged once by trait_writes or problems
             trait_error = e
-        result = self.syncer.sync(self.desired(node), provider.USE_CACHE)
+        result = self.provider_sync.sync(self.desired(node), provider.USE_CACHE)
         return NodeResult(uuid, result=result, trait_error=trait_error,
                           read_seconds=read_seconds)
 

@@ -88,7 +88,7 @@ def _checked(name):
 class PlacementClient:
     """A thin, counted, retrying wrapper around a keystoneauth1 Adapter."""
 
-    def __init__(self, adapter, attempts=5, backoff_max=4.0):
+    def __init__(self, adapter, attempts=5, backoff_max=4.0, write_guard=None):
         self._adapter = adapter
         self.requests = collections.Counter()  # by HTTP method
         self._count_lock = threading.Lock()
@@ -98,7 +98,7 @@ class PlacementClient:
         # Called before every write is sent, retries included: the agent's raises
         # errors.Fenced once its membership lapsed, so no write goes out after the
         # fencing deadline however long a retry loop runs.
-        self.write_guard = lambda: None
+        self.write_guard = write_guard or (lambda: None)
         self._retrying = tenacity.Retrying(
             retry=tenacity.retry_if_exception_type(Unavailable),
             stop=tenacity.stop_after_attempt(attempts),

@@ -105,7 +105,7 @@ class ProviderSync:
     not bump the generation).
     """
 
-    def __init__(self, placement, conflict_retries=5, reverify_passes=64):
+    def __init__(self, placement, conflict_retries=5, reverify_passes=64, owner_guard=None):
         self.placement = placement
         self.conflict_retries = conflict_retries
         self.reverify_passes = reverify_passes
@@ -115,7 +115,7 @@ class ProviderSync:
         self.bulk = True  # POST /reshaper allowed (until Placement says 403)
         # Called with the node uuid before each write of a sync: the agent's raises
         # errors.Fenced once the node is no longer its own (a ring change mid-sync).
-        self.guard = lambda uuid: None
+        self.owner_guard = owner_guard or (lambda uuid: None)
         self._cache = {}
         self._interned = _Interned()
         self._lock = threading.Lock()
@@ -223,7 +223,7 @@ class ProviderSync:
 
     def _execute(self, uuid, generation, ops):
         for op in ops:
-            self.guard(uuid)
+            self.owner_guard(uuid)
             if isinstance(op, planner.CreateProvider):
                 generation = self.placement.create_provider(op.uuid, op.name)
             elif isinstance(op, planner.SetTraits):

@@ -37,11 +37,15 @@ def backoff(failures, base, cap):
 
 
 class WorkQueue:
-    def __init__(self, sync, workers=8, wanted=None, backoff_base=0.2, backoff_max=30.0,
-                 on_done=None):
-        self._sync = sync
+    """The keys and their retries; ``start(sync, on_done)`` sets its workers to work.
+
+    The sync function is the workers', not the queue's: a queue can be built (and
+    asked ``has(key)``) before the sync it feeds, which may need to ask it."""
+
+    def __init__(self, workers=8, wanted=None, backoff_base=0.2, backoff_max=30.0):
+        self._sync = None  # key -> False to retry it with backoff; given to start()
         self._wanted = wanted or (lambda key: True)
-        self._on_done = on_done  # (key, ok) -> None, for metrics
+        self._on_done = None  # (key, ok) -> None, for metrics; given to start()
         self._backoff_base, self._backoff_max = backoff_base, backoff_max
         self._cond = threading.Condition()
         self._lanes = (collections.deque(), collections.deque())  # keys ready, oldest first
@@ -59,7 +63,10 @@ class WorkQueue:
     def _worker(self, name):
         return threading.Thread(target=self._work, name=name, daemon=True)
 
-    def start(self):
+    def start(self, sync, on_done=None):
+        """Workers call ``sync(key)`` for each key (False: retry it with backoff), then
+        ``on_done(key, ok)``."""
+        self._sync, self._on_done = sync, on_done
         for t in self._threads:
             t.start()
         return self

@@ -90,10 +90,10 @@ class Drift:
 class Reconciler:
     """Runs one reconcile pass over the nodes this reporter owns."""
 
-    def __init__(self, nodes, workers=8, owns=None, bulk_batch=0, state=None,
+    def __init__(self, node_sync, workers=8, owns=None, bulk_batch=0, state=None,
                  absent_for=600.0, max_deletion_share=0.02):
-        self.nodes = nodes  # node.NodeSync: the one per-node step
-        self.ironic, self.syncer = nodes.ironic, nodes.syncer
+        self.node_sync = node_sync  # node.NodeSync: the one per-node step
+        self.ironic, self.provider_sync = node_sync.ironic, node_sync.provider_sync
         self.workers = workers
         self.bulk_batch = bulk_batch
         # Absences seen by earlier passes (a one-shot CLI run needs a state file).
@@ -111,7 +111,7 @@ class Reconciler:
 
     def _sync_one(self, desired, listed_generation, dry_run):
         try:
-            result = self.syncer.sync(desired, listed_generation, dry_run)
+            result = self.provider_sync.sync(desired, listed_generation, dry_run)
         except Exception as e:  # one node's failure costs that node only
             LOG.error("node %s: sync failed: %s", desired.uuid, e)
             return Result(desired.uuid, Outcome.FAILED, reason=str(e))
@@ -119,7 +119,7 @@ class Reconciler:
 
     def _noted(self, result):
         if result.reason and result.outcome is Outcome.SKIPPED:
-            self.nodes.note_skipped(result.uuid, result.reason)
+            self.node_sync.note_skipped(result.uuid, result.reason)
         return result
 
     def _absent(self, listed, in_ironic):
@@ -170,25 +170,25 @@ class Reconciler:
                         tee.add(record)
                 yield record
 
-        self.syncer.start_pass()
-        self.nodes.problems.start_pass()
+        self.provider_sync.start_pass()
+        self.node_sync.problems.start_pass()
         # Placement's listing and the re-reads of the re-verification due this pass
         # run beside Ironic's listing: the pass costs the longer of the two
         # listings, not their sum, and the re-verification no time of its own.
         pool = concurrent.futures.ThreadPoolExecutor(1 + REVERIFY_READERS)
         try:
             if listing is None:
-                providers = pool.submit(self.syncer.placement.list_providers)
+                providers = pool.submit(self.provider_sync.placement.list_providers)
             # Only this reporter's own: the cache keeps what it observed of nodes it no
             # longer owns (a takeover then costs no reads), and re-reading those would
             # cost Placement a share of every provider once per agent, growing with
             # the agents as the fleet is shared out.
-            for uuid in self.syncer.due():
+            for uuid in self.provider_sync.due():
                 if self.owns(uuid):
-                    pool.submit(self.syncer.reverify, uuid)
-            records = (self.ironic.iter_nodes(self.nodes.extra_fields) if listing is None
+                    pool.submit(self.provider_sync.reverify, uuid)
+            records = (self.ironic.iter_nodes(self.node_sync.extra_fields) if listing is None
                        else listing.records)
-            desired, self.trait_failures = self.nodes.desired_from_records(
+            desired, self.trait_failures = self.node_sync.desired_from_records(
                 noting_uuids(records), self.owns,
                 lambda uuid, why: summary.add(Result(uuid, Outcome.SKIPPED, reason=why)),
                 summary.node_views if keep_views else None, dry_run)
@@ -221,15 +221,15 @@ class Reconciler:
         _, new, rest = self._partition(desired, listed, dry_run=False)
         for d in desired:
             if d.problem:
-                self.nodes.note_skipped(d.uuid, d.problem)
+                self.node_sync.note_skipped(d.uuid, d.problem)
         skipped = sum(1 for d in desired if d.problem) + summary.outcomes[Outcome.SKIPPED]
         keys = [d.uuid for d in rest]
         # A node whose derived traits could not be written: the queue retries it.
         retry = set(self.trait_failures) - set(keys)
         new = [d for d in new if d.uuid not in retry]
         keys += sorted(retry)
-        changed = sum(1 for u in keys if u not in self.syncer.reverifying)
-        self.nodes.problems.end_pass()
+        changed = sum(1 for u in keys if u not in self.provider_sync.reverifying)
+        self.node_sync.problems.end_pass()
         return Drift(keys=keys, new=new, nodes=len(desired),
                      skipped=skipped, verdict=verdict, changed=changed)
 
@@ -260,9 +260,9 @@ class Reconciler:
                 del new[-chunk_size:]
                 # A node another sync has (its notification came first) is left to
                 # it: both would write, and one would meet a conflict.
-                chunk = [d for d in chunk if self.owns(d.uuid) and not self.nodes.busy(d.uuid)]
+                chunk = [d for d in chunk if self.owns(d.uuid) and not self.node_sync.busy(d.uuid)]
                 try:
-                    results = list(self.syncer.create_many(chunk, pool, self.bulk_batch,
+                    results = list(self.provider_sync.create_many(chunk, pool, self.bulk_batch,
                                                            one_by_one))
                 except (errors.ServiceError, errors.Fenced):
                     enqueue(d.uuid for d in chunk + new)
@@ -277,17 +277,17 @@ class Reconciler:
         """Start from the observations an earlier process saved (if any)."""
         document = self.state.load("observations")
         if document is not None:
-            self.syncer.restore(document)
+            self.provider_sync.restore(document)
 
     def save_observations(self):
         """Keep what this process observed for the next one (a state file only)."""
         if self.state.persistent:
-            self.state.save("observations", self.syncer.snapshot())
+            self.state.save("observations", self.provider_sync.snapshot())
 
     def delete(self, uuid, dry_run=False):
         """Delete one provider whose node is proven gone (unless allocations hold it)."""
         try:
-            return self.syncer.delete_unallocated(uuid, dry_run)
+            return self.provider_sync.delete_unallocated(uuid, dry_run)
         except Exception as e:
             LOG.error("node %s: delete failed: %s", uuid, e)
             return Result(uuid, Outcome.FAILED, reason=str(e))
@@ -310,7 +310,7 @@ class Reconciler:
         """
         quiet, new, rest = [], [], []
         for d in desired:
-            if self.syncer.in_step(d, listed.get(d.uuid)):
+            if self.provider_sync.in_step(d, listed.get(d.uuid)):
                 quiet.append(d)
             elif d.uuid not in listed and self.bulk_batch and not dry_run:
                 new.append(d)
@@ -321,7 +321,7 @@ class Reconciler:
     def run(self, dry_run=False, progress=None, allow_mass_deletion=False):
         """One pass; returns a Summary.  Listing failures raise (nothing was done)."""
         started = time.monotonic()
-        requests_before = collections.Counter(self.syncer.placement.requests)
+        requests_before = collections.Counter(self.provider_sync.placement.requests)
         summary = Summary()
         desired, listed, verdict = self._observe(summary, allow_mass=allow_mass_deletion,
                                                  dry_run=dry_run)
@@ -348,15 +348,15 @@ class Reconciler:
             futures += [pool.submit(self.delete, u, dry_run) for u in verdict.delete]
             # New providers: inventories in bulk; anything off that path is synced
             # on its own, reading Placement afresh.
-            for result in self.syncer.create_many(new, pool, self.bulk_batch,
+            for result in self.provider_sync.create_many(new, pool, self.bulk_batch,
                                                   lambda d: self._sync_one(d, None, False)):
                 record(result)
             for future in concurrent.futures.as_completed(futures):
                 record(future.result())
         if not dry_run:
             self.save_observations()
-        self.nodes.problems.end_pass()
-        summary.requests = dict(collections.Counter(self.syncer.placement.requests)
+        self.node_sync.problems.end_pass()
+        summary.requests = dict(collections.Counter(self.provider_sync.placement.requests)
                                 - requests_before)
         summary.seconds = time.monotonic() - started
         return summary

@@ -23,7 +23,7 @@ def writes(summary):
 def next_pass_reads(reconciler, nodes):
     """The Placement requests of the next pass when nothing changed: the provider
     listing, and two reads for each node whose turn of re-verification it is."""
-    syncer = reconciler.syncer
+    syncer = reconciler.provider_sync
     due = sum(observations.due(n, syncer.pass_number + 1, syncer.reverify_passes)
               for n in nodes)
     return {"GET": 1 + 2 * due}
@@ -230,7 +230,7 @@ def test_foreign_writer_between_read_and_write_still_converges(ironic, placement
     node = ironic.create()
     assert reconciler.run().converged
     ironic.set_maintenance(node, True)
-    client = reconciler.syncer.placement
+    client = reconciler.provider_sync.placement
     real_set_inventories = client.set_inventories
     bumped = []
 
@@ -281,7 +281,7 @@ def test_new_providers_get_their_inventories_in_bulk(ironic, placement, reconcil
 def test_bulk_batch_refused_for_a_foreign_write_goes_node_by_node(ironic, placement,
                                                                   reconciler):
     nodes = ironic.create_many(6, state="enroll")
-    client = reconciler.syncer.placement
+    client = reconciler.provider_sync.placement
     real_reshape = client.reshape_inventories
 
     def racing_reshape(entries):

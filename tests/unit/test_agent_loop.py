@@ -9,6 +9,7 @@ import pytest
 from rp_reporter import agent as rp_agent
 from rp_reporter import conf as rp_conf
 from rp_reporter import errors
+from rp_reporter import metrics as rp_metrics
 from rp_reporter.agent import health as rp_health
 from rp_reporter.outage import Outage
 
@@ -19,13 +20,13 @@ class Sharing:
     def __init__(self, on_slice=lambda: None):
         self.on_slice = on_slice
 
-    def lists(self):
+    def is_lister(self):
         return False
 
-    def slice(self, expected, stopping, wake):
+    def slice(self, expected, stopping, resync_now):
         self.on_slice()
 
-    def wait(self):
+    def wait_seconds(self):
         return 0
 
 
@@ -41,21 +42,21 @@ def agent(tmp_path):
 def test_stopping_while_waiting_for_a_slice_starts_no_listing(agent):
     agent.sharing = Sharing(on_slice=agent.stopping.set)
     passes = []
-    agent.resync = passes.append
+    agent.resync.run = lambda listing, tee: passes.append(listing)
     agent.cycle()
     assert passes == []
 
 
 def test_a_pass_on_a_slice_checks_this_agents_own_access(agent):
     denied = errors.ServiceError("placement", errors.DENIED, "Placement: 403")
-    agent.ironic.probe = lambda: None
+    agent.node_sync.ironic.probe = lambda: None
 
     def refused():
         raise denied
-    agent.syncer.placement.probe = refused
-    agent.pass_.check_own_access()
-    assert agent.deps["placement"].error is denied
-    assert agent.deps["ironic"].down_since is None
+    agent.node_sync.provider_sync.placement.probe = refused
+    agent.resync.check_own_access()
+    assert agent.outages["placement"].error is denied
+    assert agent.outages["ironic"].down_since is None
 
 
 class Ownership:
@@ -64,7 +65,7 @@ class Ownership:
 
 def test_healthz_fails_once_no_pass_completed_for_two_cycles():
     now = [0.0]
-    health = rp_health.Health(rp_agent.controller.rp_metrics.Metrics(), Ownership(),
+    health = rp_health.Health(rp_metrics.Metrics(), Ownership(),
                               {"ironic": Outage("Ironic")}, Outage("traits"),
                               rp_health.Supervisor(threading.Event()), pass_due=lambda: 20,
                               clock=lambda: now[0])
@@ -109,9 +110,9 @@ class Reconciler:
 
 def test_a_pass_enqueues_what_differs_and_what_bulk_creation_leaves(agent):
     queued = []
-    agent.pass_.reconciler = Reconciler()
-    agent.pass_.enqueue = queued.extend
-    assert agent.pass_.run(listing=None) is True
+    agent.resync.reconciler = Reconciler()
+    agent.resync.enqueue = queued.extend
+    assert agent.resync.run(listing=None) is True
     assert queued == ["n1", "n2", "n3"]
-    assert agent.pass_.reconciler.saved == 1
+    assert agent.resync.reconciler.saved == 1
     assert agent.metrics.reconcile_passes._value.get() == 1

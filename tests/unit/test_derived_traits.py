@@ -166,32 +166,33 @@ def agent(tmp_path):
     path.write_text("[ironic]\nauth_type = none\nendpoint_override = http://127.0.0.1:9\n"
                     "[placement]\nauth_type = none\nendpoint_override = http://127.0.0.1:9\n")
     agent = rp_agent.Agent(rp_conf.load(["--config-file", str(path)]))
-    agent.nodes.syncer = FakeSyncer()
+    agent.node_sync.provider_sync = FakeSyncer()
     return agent
 
 
 def test_the_fast_path_writes_ironic_then_gives_the_provider_the_traits(agent):
-    agent.nodes.ironic = FakeIronic([record(UUIDS[0], cap="UEFI", traits=["CUSTOM_HAND"])])
-    agent.nodes.node_traits = fake = FakeNodeTraits()
-    assert agent.sync_node(UUIDS[0]) is True
-    assert agent.nodes.ironic.reads == [("properties", "extra")]
+    agent.node_sync.ironic = FakeIronic([record(UUIDS[0], cap="UEFI", traits=["CUSTOM_HAND"])])
+    agent.node_sync.node_traits = fake = FakeNodeTraits()
+    assert agent.controller.sync_node(UUIDS[0]) is True
+    assert agent.node_sync.ironic.reads == [("properties", "extra")]
     assert fake.applied == [UUIDS[0]]
-    assert agent.nodes.syncer.synced[0].traits == {"CUSTOM_CAP_UEFI", "CUSTOM_HAND"}
+    assert agent.node_sync.provider_sync.synced[0].traits == {"CUSTOM_CAP_UEFI", "CUSTOM_HAND"}
 
 
 def test_the_fast_path_without_rules_reads_only_the_models_fields(agent):
-    agent.nodes.ironic = FakeIronic([record(UUIDS[0], cap="UEFI")])
-    assert agent.sync_node(UUIDS[0]) is True
-    assert agent.nodes.ironic.reads == [()]
-    assert agent.nodes.syncer.synced[0].traits == frozenset()
+    agent.node_sync.ironic = FakeIronic([record(UUIDS[0], cap="UEFI")])
+    assert agent.controller.sync_node(UUIDS[0]) is True
+    assert agent.node_sync.ironic.reads == [()]
+    assert agent.node_sync.provider_sync.synced[0].traits == frozenset()
 
 
 def test_the_fast_path_retries_when_ironic_is_down_for_the_write(agent):
-    agent.nodes.ironic = FakeIronic([record(UUIDS[0], cap="UEFI", traits=["CUSTOM_HAND"])])
-    agent.nodes.node_traits = FakeNodeTraits(fail={UUIDS[0]})
-    assert agent.sync_node(UUIDS[0]) is False  # an outage: the queue retries with backoff
+    agent.node_sync.ironic = FakeIronic([record(UUIDS[0], cap="UEFI", traits=["CUSTOM_HAND"])])
+    agent.node_sync.node_traits = FakeNodeTraits(fail={UUIDS[0]})
+    # An outage: the queue retries with backoff.
+    assert agent.controller.sync_node(UUIDS[0]) is False
     # Placement still gets the node as Ironic holds it, never a trait Ironic lacks.
-    assert [d.traits for d in agent.nodes.syncer.synced] == [{"CUSTOM_HAND"}]
+    assert [d.traits for d in agent.node_sync.provider_sync.synced] == [{"CUSTOM_HAND"}]
 
 
 def test_a_write_ironic_refuses_for_one_node_is_said_once_for_that_node(caplog):
@@ -209,17 +210,17 @@ def test_a_write_ironic_refuses_for_one_node_is_said_once_for_that_node(caplog):
 
 def test_a_refused_trait_write_is_said_once_and_placement_still_follows(agent, caplog):
     agent.health.ready.set()
-    agent.nodes.ironic = FakeIronic([record(u, cap="UEFI") for u in UUIDS])
-    agent.nodes.node_traits = FakeNodeTraits(fail={"*"}, kind=errors.DENIED)
+    agent.node_sync.ironic = FakeIronic([record(u, cap="UEFI") for u in UUIDS])
+    agent.node_sync.node_traits = FakeNodeTraits(fail={"*"}, kind=errors.DENIED)
     with caplog.at_level(logging.ERROR):
-        assert all(agent.sync_node(u) is True for u in UUIDS)  # no retry fixes a refusal
-    assert len(agent.nodes.syncer.synced) == len(UUIDS)
+        assert all(agent.controller.sync_node(u) is True for u in UUIDS)  # no retry fixes a refusal
+    assert len(agent.node_sync.provider_sync.synced) == len(UUIDS)
     lines = [r.getMessage() for r in caplog.records]
     assert len(lines) == 1 and "system-scoped member" in lines[0], lines
     ok, reason = agent.healthy()
     assert not ok and reason.startswith("Ironic derived-trait writes: ")
     # A pass while refused tries one node, not all of them.
-    nodes = agent.nodes
+    nodes = agent.node_sync
     nodes.node_traits.attempts.clear()
     _, failures = desired_from(nodes, [record(u, cap="UEFI") for u in UUIDS])
     assert len(nodes.node_traits.attempts) == 1 and failures == {}
@@ -235,7 +236,7 @@ def test_a_bad_rule_file_on_reload_keeps_the_rules_in_force(agent, tmp_path, cap
                                                            monkeypatch):
     from rp_reporter import traits
     good = tmp_path / "rules.yaml"
-    agent.nodes.node_traits = kept = FakeNodeTraits()
+    agent.node_sync.node_traits = kept = FakeNodeTraits()
     agent.conf.set_override("rules_file", str(good), group="traits")
 
     def refuse(path):
@@ -243,7 +244,7 @@ def test_a_bad_rule_file_on_reload_keeps_the_rules_in_force(agent, tmp_path, cap
     monkeypatch.setattr(traits, "load_rules", refuse)
     with caplog.at_level(logging.ERROR, logger="rp_reporter.agent"):
         assert agent.reload_rules() is False
-    assert agent.nodes.node_traits is kept
+    assert agent.node_sync.node_traits is kept
     assert [r.getMessage() for r in caplog.records] == [
         f"trait rules not reloaded, the rules in force are kept: [traits] rules_file: "
         f"{good}: line 1: not a mapping"]
@@ -254,8 +255,8 @@ def test_rules_reload_and_bad_rules_at_start(agent, tmp_path):
     path.write_text("capabilities: [boot_mode]\n")
     agent.conf.set_override("rules_file", str(path), group="traits")
     assert agent.reload_rules() is True
-    assert agent.nodes.node_traits.rules.capabilities[0].key == "boot_mode"
-    assert agent.wake.is_set()  # a resync puts every node in step with the new rules
+    assert agent.node_sync.node_traits.rules.capabilities[0].key == "boot_mode"
+    assert agent.resync_now.is_set()  # a resync puts every node in step with the new rules
     path.write_text("capabilities: {boot_mode: {colour: red}}\n")
     with pytest.raises(ValueError) as e:
         rp_agent.load_rules(agent.conf)

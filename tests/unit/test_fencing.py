@@ -10,7 +10,6 @@ import pytest
 from rp_reporter import agent as rp_agent
 from rp_reporter import conf as rp_conf
 from rp_reporter import membership
-from rp_reporter.sync import queue as work_queue
 from tools.localstack import wait_until
 
 HEARTBEAT = 0.1
@@ -27,13 +26,14 @@ def agent(tmp_path):
     path = tmp_path / "rp.conf"
     path.write_text("[ironic]\nauth_type = none\nendpoint_override = http://127.0.0.1:9\n"
                     "[placement]\nauth_type = none\nendpoint_override = http://127.0.0.1:9\n"
-                    f"[coordination]\nheartbeat = {HEARTBEAT}\n")
+                    f"[coordination]\nheartbeat = {HEARTBEAT}\n"
+                    "[agent]\nworkers = 1\n")  # one worker: the order of syncs is the queue's
     agent = rp_agent.Agent(rp_conf.load(["--config-file", str(path)]))
     agent.ownership.membership = agent.membership = Membership()
     agent.synced = []
-    agent.queue = work_queue.WorkQueue(agent.synced.append, workers=1).start()
+    agent.queue.start(agent.synced.append)
     watcher = threading.Thread(target=agent.ownership.watch_fencing, daemon=True,
-                               args=(agent.stopping, agent.queue.pause, agent.wake.set))
+                               args=(agent.stopping, agent.queue.pause, agent.resync_now.set))
     watcher.start()
     yield agent
     agent.stopping.set()
@@ -43,13 +43,13 @@ def agent(tmp_path):
 
 def test_nothing_lapsed_nothing_to_resync(agent):
     time.sleep(4 * HEARTBEAT)
-    assert not agent.wake.is_set()
+    assert not agent.resync_now.is_set()
 
 
 def test_a_lapse_inside_one_blocked_renewal_still_resyncs(agent):
     time.sleep(2 * HEARTBEAT)
     agent.membership.lapses = 1  # renewed after the deadline; never seen fenced
-    wait_until(agent.wake.is_set, 3, "a resync")
+    wait_until(agent.resync_now.is_set, 3, "a resync")
 
 
 def test_writes_stop_while_fenced_and_resume_with_a_resync(agent):
@@ -57,10 +57,10 @@ def test_writes_stop_while_fenced_and_resume_with_a_resync(agent):
     time.sleep(3 * HEARTBEAT)
     agent.queue.add("node-1")
     time.sleep(3 * HEARTBEAT)
-    assert agent.synced == [] and not agent.wake.is_set()
+    assert agent.synced == [] and not agent.resync_now.is_set()
     agent.membership.fenced, agent.membership.lapses = False, 1
     wait_until(lambda: agent.synced == ["node-1"], 3, "the held sync")
-    assert agent.wake.is_set()
+    assert agent.resync_now.is_set()
 
 
 def test_a_renewal_after_the_deadline_counts_a_lapse(tmp_path):
@@ -85,12 +85,12 @@ def test_a_node_changed_while_another_agent_owned_it_goes_first_after_a_takeover
     ownership.ring = ownership.ring_of({"me", "dead"})
     theirs = next(f"node-{i}" for i in range(100) if ownership.ring.owner(f"node-{i}") == "dead")
     mine = next(f"node-{i}" for i in range(100) if ownership.ring.owner(f"node-{i}") == "me")
-    agent.on_notification(theirs, "baremetal.node.update.end", None)  # not ours: dropped
+    agent.controller.on_notification(theirs, "baremetal.node.update.end", None)  # not ours: dropped
     assert agent.synced == []
     agent.queue.pause(True)
     agent.queue.add(mine)  # a resync's key, queued before the takeover
     ownership.ring = ownership.ring_of({"me"})  # "dead" left the group
-    agent.on_members_changed(ownership.take_over_recent_events())
+    agent.controller.on_members_changed(ownership.take_over_recent_events())
     agent.queue.pause(False)
     wait_until(lambda: len(agent.synced) == 2, 3, "both synced")
     assert agent.synced == [theirs, mine]  # the recently changed node first

@@ -163,9 +163,9 @@ def test_the_lister_hands_casts_to_a_sender_and_never_waits_for_the_broker(tmp_p
 def test_a_members_wait_is_bounded_by_configuration(tmp_path):
     member = sharing(tmp_path, members_of_lister()[0], shared_listing_wait=5)
     member.listing_seconds = 1e9 / 2  # what a forged end once made it wait
-    assert member.wait() == 60  # one interval by default
+    assert member.wait_seconds() == 60  # one interval by default
     member.conf.set_override("shared_listing_wait_max", 12, group="reconcile")
-    assert member.wait() == 12
+    assert member.wait_seconds() == 12
 
 
 def test_a_members_wait_ends_at_its_bound_however_long_pages_keep_coming(tmp_path):

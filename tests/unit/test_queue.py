@@ -19,9 +19,9 @@ def test_a_key_queued_many_times_while_waiting_syncs_once():
         gate.wait()
         calls.append(key)
 
-    q = WorkQueue(sync, workers=1)
+    q = WorkQueue(workers=1)
     q.add("blocker")
-    q.start()
+    q.start(sync)
     time.sleep(0.05)  # the worker is now inside sync("blocker")
     for _ in range(50):
         q.add("a")
@@ -47,7 +47,7 @@ def _first_sync_blocks():
 
 def test_a_key_queued_during_its_own_sync_runs_again():
     sync, calls, in_sync, release = _first_sync_blocks()
-    q = WorkQueue(sync, workers=2).start()
+    q = WorkQueue(workers=2).start(sync)
     q.add("a")
     in_sync.wait(2)
     q.add("a")  # a newer change arrived while the first sync ran
@@ -64,10 +64,10 @@ def test_has_a_key_while_it_waits_and_while_it_syncs():
         in_sync.set()
         release.wait()
 
-    q = WorkQueue(sync, workers=1)
+    q = WorkQueue(workers=1)
     q.add("a")
     assert q.has("a") and not q.has("b")  # waiting
-    q.start()
+    q.start(sync)
     in_sync.wait(2)
     assert q.has("a")  # running
     release.set()
@@ -84,7 +84,7 @@ def test_failures_retry_with_backoff_until_success():
         if len(attempts) < 3:
             raise RuntimeError("placement down")
 
-    q = WorkQueue(sync, workers=1, backoff_base=0.05).start()
+    q = WorkQueue(workers=1, backoff_base=0.05).start(sync)
     q.add("a")
     wait_idle(q)
     q.stop()
@@ -102,7 +102,7 @@ def test_a_failed_key_no_longer_wanted_is_dropped():
         wanted["a"] = False  # ownership moved away while we failed
         return False
 
-    q = WorkQueue(sync, workers=1, wanted=lambda k: wanted[k], backoff_base=0.01).start()
+    q = WorkQueue(workers=1, wanted=lambda k: wanted[k], backoff_base=0.01).start(sync)
     q.add("a")
     wait_idle(q)
     q.stop()
@@ -111,7 +111,7 @@ def test_a_failed_key_no_longer_wanted_is_dropped():
 
 def test_paused_queue_takes_nothing_until_resumed():
     calls = []
-    q = WorkQueue(calls.append, workers=2).start()
+    q = WorkQueue(workers=2).start(calls.append)
     q.pause()
     q.add("a")
     time.sleep(0.1)
@@ -124,12 +124,11 @@ def test_paused_queue_takes_nothing_until_resumed():
 
 def test_done_callback_reports_each_outcome():
     seen = []
-    q = WorkQueue(lambda key: key != "bad", workers=1, backoff_base=10,
-                  on_done=lambda key, ok: seen.append((key, ok)))
+    q = WorkQueue(workers=1, backoff_base=10)
     q.add("good")
     q.add("good")  # coalesced
     q.add("bad")
-    q.start()
+    q.start(lambda key: key != "bad", on_done=lambda key, ok: seen.append((key, ok)))
     deadline = time.monotonic() + 5
     while len(seen) < 2:
         assert time.monotonic() < deadline
@@ -142,9 +141,9 @@ def test_done_callback_reports_each_outcome():
 def _order_taken(adds):
     """Keys in the order one worker syncs them, after ``adds`` on a paused queue."""
     calls = []
-    q = WorkQueue(calls.append, workers=1)
+    q = WorkQueue(workers=1)
     q.pause()
-    q.start()
+    q.start(calls.append)
     for key, urgent in adds:
         q.add(key, urgent=urgent)
     q.pause(False)
@@ -165,7 +164,7 @@ def test_a_routine_key_made_urgent_moves_up_and_syncs_once():
 
 def test_an_urgent_key_queued_during_its_own_sync_runs_next():
     sync, calls, in_sync, release = _first_sync_blocks()
-    q = WorkQueue(sync, workers=1).start()
+    q = WorkQueue(workers=1).start(sync)
     q.add("a", urgent=True)
     in_sync.wait(2)
     for key in ("x", "y"):
@@ -187,7 +186,7 @@ def test_a_sync_that_fails_thousands_of_times_then_succeeds_is_synced():
         attempts.append(key)
         return len(attempts) > failures_wanted
 
-    q = WorkQueue(sync, workers=1, backoff_base=1e-7, backoff_max=1e-5).start()
+    q = WorkQueue(workers=1, backoff_base=1e-7, backoff_max=1e-5).start(sync)
     q.add("a")
     wait_idle(q, timeout=60)
     assert len(attempts) == failures_wanted + 1
@@ -212,7 +211,7 @@ def test_a_callback_that_raises_costs_nothing_but_its_own_call():
     def on_done(key, ok):
         raise RuntimeError("metrics bug")
 
-    q = WorkQueue(synced.append, workers=1, on_done=on_done).start()
+    q = WorkQueue(workers=1).start(synced.append, on_done=on_done)
     for key in ("a", "b", "c"):
         q.add(key)
     wait_idle(q)
@@ -228,7 +227,7 @@ def test_a_worker_that_dies_is_started_again_and_its_key_synced():
         if len(calls) == 1:
             raise SystemExit("thread killed")  # not an Exception: ends the thread
 
-    q = WorkQueue(sync, workers=1, backoff_max=0.05).start()
+    q = WorkQueue(workers=1, backoff_max=0.05).start(sync)
     q.add("a")
     deadline = time.monotonic() + 5
     while q._threads[0].is_alive():

@@ -115,9 +115,9 @@ def test_only_owned_providers_are_re_read_for_verification():
     nothing); re-reading those would cost Placement a share of every provider per agent."""
     records = [record(u) for u in NODES]
     rec, placement = reconciler(records, reverify_passes=1)  # every entry due every pass
-    rec.syncer.restore(rec.syncer.snapshot())
+    rec.provider_sync.restore(rec.provider_sync.snapshot())
     for u in NODES:  # observed everything, as after a run alone
-        rec.syncer._observe(u, None)
+        rec.provider_sync._observe(u, None)
     placement.reads.clear()
     rec.drift()
     assert placement.reads and set(placement.reads) <= MINE

@@ -186,7 +186,7 @@ def compare_at(nodes, with_nova, args=None):
         # and each reports its median: whichever runs first after a write-heavy
         # phase finds Ironic and Placement colder, and at 1,000 nodes a pass is
         # short enough that one hiccup of MariaDB's moves a median of three.
-        placement = reconciler.syncer.placement
+        placement = reconciler.provider_sync.placement
         # Ours lists both sides at once; the yardstick is the two listings
         # one after the other, and the same two side by side are shown beside it.
         ours, listings, side_by_side = [], [], []
@@ -239,7 +239,7 @@ def median(timings):
 
 def both_listings(reconciler):
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
-        providers = pool.submit(reconciler.syncer.placement.list_providers)
+        providers = pool.submit(reconciler.provider_sync.placement.list_providers)
         reconciler.ironic.list_nodes()
         providers.result()
 

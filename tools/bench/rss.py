@@ -165,7 +165,7 @@ def probe(conf_path, placement_listing_url):
     steps = {"imported": peak_mb()}
     conf = rp_conf.load(["--config-file", conf_path])
     reconciler = wiring.reconciler(conf)
-    syncer = reconciler.syncer
+    syncer = reconciler.provider_sync
     drift = reconciler.drift()  # Placement is empty: every node is new
     nodes = drift.nodes
     steps["first resync (listings, desired state)"] = peak_mb()
@@ -184,7 +184,7 @@ def probe(conf_path, placement_listing_url):
     drift = reconciler.drift()
     steps[f"next resync ({drift.nodes} nodes listed on both sides, "
           f"{len(drift.keys) + len(drift.new)} to do)"] = peak_mb()
-    queue = work_queue.WorkQueue(lambda key: True)  # not started: holds the keys
+    queue = work_queue.WorkQueue()  # not started: holds the keys
     for key in syncer._cache:  # noqa: SLF001
         queue.add(key)
     steps[f"every node queued ({queue.depth()} keys)"] = peak_mb()

@@ -68,7 +68,7 @@ def listings(stack, workdir):
     _, stateless = common.confs(stack, workdir, SHARD)
     reconciler = wiring.reconciler(stateless)
     _, wall, _ = compare.median([compare.timed(lambda: (
-        reconciler.ironic.list_nodes(), reconciler.syncer.placement.list_providers()))
+        reconciler.ironic.list_nodes(), reconciler.provider_sync.placement.list_providers()))
         for _ in range(3)])
     return wall
 
