@@ -18,6 +18,8 @@ import time
 
 from tools import fleet
 from tools import localstack
+from tools.wait import NotSeen
+from tools.wait import wait_for
 
 SAMPLE = [  # (resource_class, state, traits, maintenance), three of each
     ("baremetal-gold", "available", (), False),
@@ -61,12 +63,12 @@ def start_agent(stack, workdir, name, shard, **sections):
 
 
 def wait(check, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return False
+    """Whether ``check()`` held within ``timeout`` seconds (the demo says when not)."""
+    try:
+        wait_for(check, timeout, "the demo's check")
+    except NotSeen:
+        return False
+    return True
 
 
 def main():

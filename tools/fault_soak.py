@@ -38,6 +38,8 @@ from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
 from tools import fleet
 from tools import localstack
+from tools.wait import NotSeen
+from tools.wait import wait_for
 
 # Production defaults of what --compress divides: [reconcile] interval,
 # [agent] retry_max, [placement] request_backoff_max.
@@ -102,11 +104,12 @@ class Agent:
 
 
 def wait(check, timeout, what):
-    """When ``check()`` first held; the soak ends with one line if it never does."""
+    """When ``check()`` first held (an exception counts as not yet: a dependency may be
+    down); the soak ends with one line if it never does."""
     try:
-        return localstack.wait_until(check, timeout, what, interval=0.5)
-    except RuntimeError as e:
-        raise SystemExit(f"fault soak: {e}") from None
+        return wait_for(check, timeout, what, interval=0.5, ignore=Exception)
+    except NotSeen:
+        raise SystemExit(f"fault soak: {what} did not come up within {timeout} s") from None
 
 
 def idle(agent):

@@ -3,10 +3,10 @@
 import signal
 import subprocess
 import sys
-import time
 
 from tools import fleet
 from tools import localstack
+from tools.wait import wait_for
 
 
 def inventory(placement, node):
@@ -19,15 +19,6 @@ def traits(placement, node):
     """The provider's traits, or an empty set while it does not exist."""
     provider = placement.provider(node)
     return provider["traits"] if provider else set()
-
-
-def wait_for(check, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return time.monotonic()
-        time.sleep(0.05)
-    raise AssertionError(f"not seen within {timeout} s: {what}")
 
 
 class AgentProcess:

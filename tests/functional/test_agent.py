@@ -12,7 +12,7 @@ from oslo_config import cfg
 
 from tests.functional.agents import inventory
 from tests.functional.agents import traits
-from tests.functional.agents import wait_for
+from tools.wait import wait_for
 
 GOLD = "CUSTOM_BAREMETAL_GOLD"
 pytestmark = pytest.mark.functional

@@ -14,10 +14,10 @@ import uuid
 import pytest
 
 from tests.functional import test_reconcile as deletion_rules
-from tests.functional.agents import wait_for
 from tests.functional.conftest import run_json
 from tools import fleet
 from tools import localstack
+from tools.wait import wait_for
 
 pytestmark = pytest.mark.functional
 ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -26,13 +26,13 @@ import pytest
 
 from tests.functional.agents import AgentProcess
 from tests.functional.agents import stop_all
-from tests.functional.agents import wait_for
 from tests.nova_cloud import churn
 from tools import fleet
 from tools import localstack
 from tools import nova_api
 from tools.localstack import neutron
 from tools.localstack import process
+from tools.wait import wait_for
 
 # nova's refresh intervals shortened for the churn measure (test_churn.py): the resource
 # tracker every 10 s, its provider cache refreshed from Placement every 30 s.

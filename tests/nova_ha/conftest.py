@@ -23,13 +23,13 @@ import time
 
 import pytest
 
-from tests.functional.agents import wait_for
 from tests.functional.proxy import Proxy
 from tools import fleet
 from tools import localstack
 from tools import nova_api
 from tools.localstack import mariadb
 from tools.localstack import nova
+from tools.wait import wait_for
 
 LEASE = 10        # [coordination] lease of each service's membership (s)
 HEARTBEAT = 1     # its renewal interval (s)
