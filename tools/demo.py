@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from tools import fleet
+from tools import clients
 from tools import localstack
 from tools.wait import NotSeen
 from tools.wait import wait_for
@@ -77,8 +77,8 @@ def main():
     agents = []
     try:
         stack.start()
-        ironic = fleet.Ironic(stack.ironic_url, "demo")
-        placement = fleet.Placement(stack.placement_url)
+        ironic = clients.Ironic(stack.ironic_url, "demo")
+        placement = clients.Placement(stack.placement_url)
         nodes = []
         for _ in range(3):
             for rc, state, traits, maint in SAMPLE:

@@ -11,9 +11,8 @@ again.
 import tempfile
 import time
 
-from tools import fleet
+from tools import clients
 from tools import localstack
-from tools import nova_api
 from tools.demo import start_agent
 from tools.demo import table
 from tools.demo import wait
@@ -34,9 +33,9 @@ def main():
     agents = []
     try:
         stack.start()
-        ironic = fleet.Ironic(stack.ironic_url, SHARD, auth=stack.admin_auth("baremetal"))
-        placement = fleet.Placement(stack.placement_url, auth=stack.admin_auth("placement"))
-        nova = nova_api.Nova(stack)
+        ironic = clients.Ironic(stack.ironic_url, SHARD, auth=stack.admin_auth("baremetal"))
+        placement = clients.Placement(stack.placement_url, auth=stack.admin_auth("placement"))
+        nova = clients.Nova(stack)
         nodes = ironic.create_many(6, resource_class=RESOURCE_CLASS)
         print(f"\n{len(nodes)} nodes in Ironic (class {RESOURCE_CLASS}); starting two agents "
               "and nova-compute with compute_driver = rp_reporter.IronicDriver", flush=True)

@@ -36,7 +36,7 @@ import time
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
-from tools import fleet
+from tools import clients
 from tools import localstack
 from tools.wait import NotSeen
 from tools.wait import wait_for
@@ -74,11 +74,11 @@ class Agent:
                 stdout=log, stderr=subprocess.STDOUT)
 
     def health(self):
-        return fleet.health(self.port, timeout=2)
+        return clients.health(self.port, timeout=2)
 
     def metric(self, name):
         """The sum of a metric's samples over all labels (0 while the agent is silent)."""
-        return sum(v for k, v in fleet.metrics(self.port).items() if k.split("{")[0] == name)
+        return sum(v for k, v in clients.metrics(self.port).items() if k.split("{")[0] == name)
 
     def rss_mib(self):
         """The agent's resident memory in MiB (0 once it is gone)."""
@@ -157,7 +157,7 @@ def main(argv=None):
     agent = None
     try:
         stack.start()
-        ironic = fleet.Ironic(stack.ironic_url, "fault-soak")
+        ironic = clients.Ironic(stack.ironic_url, "fault-soak")
         nodes = ironic.create_many(args.nodes)
         agent = Agent(stack, workdir, args.compress)
         agent.start()

@@ -27,7 +27,7 @@ import time
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
-from tools import fleet
+from tools import clients
 from tools import localstack
 from tools.bench import common as bench_common
 
@@ -69,7 +69,7 @@ class Agent:
     def counters(self):
         """Sum of each counter and gauge family (all labels) as this process has them."""
         totals = collections.Counter()
-        for sample, value in fleet.metrics(self.port).items():
+        for sample, value in clients.metrics(self.port).items():
             for name in COUNTERS + GAUGES:
                 if sample.split("{")[0] == name:
                     totals[name] += value
@@ -112,8 +112,8 @@ def main(argv=None):
     kill_times = []  # one per kill
     try:
         stack.start()
-        ironic = fleet.Ironic(stack.ironic_url, "soak")
-        placement = fleet.Placement(stack.placement_url)
+        ironic = clients.Ironic(stack.ironic_url, "soak")
+        placement = clients.Placement(stack.placement_url)
         live = ironic.create_many(args.available)
         enrolled = bench_common.load_nodes(ironic, args.nodes - args.available)
         print(f"{args.nodes} nodes loaded; starting {args.agents} agents", flush=True)

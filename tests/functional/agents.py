@@ -4,7 +4,7 @@ import signal
 import subprocess
 import sys
 
-from tools import fleet
+from tools import clients
 from tools import localstack
 from tools.wait import wait_for
 
@@ -44,13 +44,13 @@ class AgentProcess:
 
     def health(self):
         """(status, body) of /healthz, or (None, "") while it does not answer."""
-        return fleet.health(self.port)
+        return clients.health(self.port)
 
     def healthy(self):
         return self.health()[0] == 200
 
     def metric(self, name, labels=""):
-        return fleet.metrics(self.port).get(name + labels, 0.0)
+        return clients.metrics(self.port).get(name + labels, 0.0)
 
     def output(self):
         return self.log_path.read_text()
