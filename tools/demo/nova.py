@@ -1,5 +1,5 @@
 """The demo with a whole nova in front (``tox -e demo-nova``, or ``python -m
-tools.demo_nova`` where rp_reporter is installed with its nova extra): Keystone, Glance,
+tools.demo.nova`` where rp_reporter is installed with its nova extra): Keystone, Glance,
 Neutron, Placement and Ironic on MariaDB, nova's services by their own commands, six
 sample nodes, two rp-reporter-agent processes on an etcd ring and one nova-compute
 with rp_reporter's driver (topology C).  A server is booted through nova-api onto a
@@ -13,9 +13,9 @@ import time
 
 from tools import clients
 from tools import localstack
-from tools.demo import start_agent
-from tools.demo import table
-from tools.demo import wait
+from tools.demo.common import start_agent
+from tools.demo.common import table
+from tools.demo.common import wait
 
 SHARD = "demo"
 RESOURCE_CLASS = "baremetal-gold"

@@ -1,7 +1,7 @@
 """Fault soak: one agent through a compressed day and more of long outages.
 
-    python -m tools.fault_soak                    # defaults below: about 15 minutes
-    python -m tools.fault_soak --outage 30 --up 20 --nodes 100   # a quick look
+    python -m tools.bench.fault_soak              # defaults below: about 15 minutes
+    python -m tools.bench.fault_soak --outage 30 --up 20 --nodes 100   # a quick look
 
 Real Placement, Ironic, RabbitMQ and Redis on loopback; one rp-reporter-agent
 on a Redis-backed ring.  Time is compressed by configuration: every period the
@@ -38,6 +38,7 @@ from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
 from tools import clients
 from tools import localstack
+from tools.bench import common
 from tools.wait import NotSeen
 from tools.wait import wait_for
 
@@ -231,9 +232,7 @@ def main(argv=None):
             "samples": samples,
         }
         print(json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=2))
-        os.makedirs("bench-results", exist_ok=True)
-        with open("bench-results/fault_soak.json", "w") as f:
-            json.dump(result, f, indent=2)
+        common.save(result, "fault_soak")
         ok = (not inexact and status == 200 and result["threads_restarted"] == 0
               and result["agent_alive_at_end"] and not result["tracebacks_in_log"])
         return 0 if ok else 1
