@@ -3,10 +3,10 @@
 import signal
 import subprocess
 import sys
-import time
 
-from tools import fleet
+from tools import clients
 from tools import localstack
+from tools.wait import wait_for
 
 
 def inventory(placement, node):
@@ -19,15 +19,6 @@ def traits(placement, node):
     """The provider's traits, or an empty set while it does not exist."""
     provider = placement.provider(node)
     return provider["traits"] if provider else set()
-
-
-def wait_for(check, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return time.monotonic()
-        time.sleep(0.05)
-    raise AssertionError(f"not seen within {timeout} s: {what}")
 
 
 class AgentProcess:
@@ -53,13 +44,13 @@ class AgentProcess:
 
     def health(self):
         """(status, body) of /healthz, or (None, "") while it does not answer."""
-        return fleet.health(self.port)
+        return clients.health(self.port)
 
     def healthy(self):
         return self.health()[0] == 200
 
     def metric(self, name, labels=""):
-        return fleet.metrics(self.port).get(name + labels, 0.0)
+        return clients.metrics(self.port).get(name + labels, 0.0)
 
     def output(self):
         return self.log_path.read_text()

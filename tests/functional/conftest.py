@@ -11,7 +11,7 @@ import pytest
 from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
 from tests.functional import agents as agent_helpers
-from tools import fleet
+from tools import clients
 from tools import localstack
 
 _shards = itertools.count()
@@ -42,7 +42,7 @@ def shard(request):
 
 @pytest.fixture
 def ironic(stack, shard, placement):
-    helper = fleet.Ironic(stack.ironic_url, shard, auth=stack.admin_auth("baremetal"))
+    helper = clients.Ironic(stack.ironic_url, shard, auth=stack.admin_auth("baremetal"))
     yield helper
     # Providers of nodes a test deleted go with it: the next test's reporter would
     # count them as nodes gone from Ironic (and its deletion guard would refuse).
@@ -51,7 +51,7 @@ def ironic(stack, shard, placement):
 
 @pytest.fixture
 def placement(stack):
-    return fleet.Placement(stack.placement_url, auth=stack.admin_auth("placement"))
+    return clients.Placement(stack.placement_url, auth=stack.admin_auth("placement"))
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ import shutil
 import signal
 import subprocess
 
-from tests.functional.agents import wait_for
 from tools import localstack
+from tools.wait import wait_for
 
 
 class Redis:

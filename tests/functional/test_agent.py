@@ -12,7 +12,7 @@ from oslo_config import cfg
 
 from tests.functional.agents import inventory
 from tests.functional.agents import traits
-from tests.functional.agents import wait_for
+from tools.wait import wait_for
 
 GOLD = "CUSTOM_BAREMETAL_GOLD"
 pytestmark = pytest.mark.functional
@@ -92,8 +92,8 @@ def test_a_restart_with_notifications_waiting_races_the_bulk_path_safely(agents,
 
 
 def test_agents_on_one_topic_each_get_every_message(agents, ironic, placement, stack, shard):
-    from tools import fleet
-    other = fleet.Ironic(stack.ironic_url, shard + "-b")
+    from tools import clients
+    other = clients.Ironic(stack.ironic_url, shard + "-b")
     a, b = agents("agent-a", scope=shard), agents("agent-b", scope=other.shard)
     mine, theirs = ironic.create_many(3), other.create_many(3)
     for node in mine + theirs:

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from tests.functional.agents import traits
-from tests.functional.agents import wait_for
+from tools.wait import wait_for
 
 pytestmark = pytest.mark.functional
 

@@ -15,9 +15,9 @@ import time
 import pytest
 
 from tests.functional.agents import inventory
-from tests.functional.agents import wait_for
 from tests.functional.redis_server import Redis
 from tools import localstack
+from tools.wait import wait_for
 
 pytestmark = pytest.mark.functional
 LEASE, HEARTBEAT = 3, 0.5

@@ -11,8 +11,8 @@ import pytest
 from oslo_config import cfg
 
 from tests.functional.agents import inventory
-from tests.functional.agents import wait_for
 from tools.bench import common as bench_common
+from tools.wait import wait_for
 
 GOLD = "CUSTOM_BAREMETAL_GOLD"
 pytestmark = pytest.mark.functional

@@ -9,9 +9,9 @@ import time
 import pytest
 
 from tests.functional.agents import inventory
-from tests.functional.agents import wait_for
 from tests.functional.proxy import Proxy
 from tests.functional.redis_server import Redis
+from tools.wait import wait_for
 
 pytestmark = pytest.mark.functional
 LEASE, HEARTBEAT = 3.0, 0.5

@@ -21,10 +21,10 @@ from rp_reporter.sync import listing_messages as lm
 from rp_reporter.sync import shared_listing
 from tests.functional.agents import AgentProcess
 from tests.functional.agents import traits
-from tests.functional.agents import wait_for
 from tests.functional.test_ring import lister_and_members
 from tests.functional.test_ring import listings
 from tools.bench import common as bench_common
+from tools.wait import wait_for
 
 pytestmark = pytest.mark.functional
 INTERVAL = 8  # test_ring's, which lister_and_members waits by

@@ -9,9 +9,9 @@ import time
 import pytest
 
 from rp_reporter.sync import observations
-from tests.functional.agents import wait_for
 from tests.functional.conftest import run_json
 from tools import localstack
+from tools.wait import wait_for
 
 pytestmark = pytest.mark.functional
 

@@ -9,8 +9,8 @@ import pytest
 
 from tests.functional.agents import AgentProcess
 from tests.functional.agents import traits
-from tests.functional.agents import wait_for
 from tools.bench import common as bench_common
+from tools.wait import wait_for
 
 pytestmark = pytest.mark.functional
 LEASE = 4

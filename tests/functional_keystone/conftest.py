@@ -19,7 +19,7 @@ from tests.functional.conftest import reporter_conf  # noqa: F401
 from tests.functional.conftest import running_stack
 from tests.functional.conftest import shard  # noqa: F401
 from tests.functional.conftest import write_conf  # noqa: F401
-from tools import fleet
+from tools import clients
 from tools import localstack
 
 
@@ -31,7 +31,7 @@ def stack(tmp_path_factory):
 @dataclasses.dataclass
 class EarlyAgent:
     agent: agent_helpers.AgentProcess
-    ironic: fleet.Ironic
+    ironic: clients.Ironic
     nodes: list
     started: float  # time.monotonic() before it obtained its first tokens
 
@@ -41,7 +41,7 @@ def early_agent(stack, tmp_path_factory):
     """An agent started with the session, in a shard of its own, for test_tokens.py
     (run last): by then the suite has outlived its first tokens, so the test waits out
     only what is left of their lifetime, not the whole of it (180 s on its own)."""
-    its_ironic = fleet.Ironic(stack.ironic_url, "early-agent",
+    its_ironic = clients.Ironic(stack.ironic_url, "early-agent",
                               auth=stack.admin_auth("baremetal"))
     nodes = its_ironic.create_many(3)
     started = time.monotonic()

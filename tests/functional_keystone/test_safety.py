@@ -14,10 +14,10 @@ import uuid
 import pytest
 
 from tests.functional import test_reconcile as deletion_rules
-from tests.functional.agents import wait_for
 from tests.functional.conftest import run_json
-from tools import fleet
+from tools import clients
 from tools import localstack
+from tools.wait import wait_for
 
 pytestmark = pytest.mark.functional
 ROOT = pathlib.Path(__file__).resolve().parents[2]
@@ -128,7 +128,7 @@ def test_keystone_misconfiguration_is_one_line_and_exit_2(
 
 
 def keystone_admin(stack):
-    return fleet.session({}, auth=fleet.KeystoneToken(
+    return clients.session({}, auth=clients.KeystoneToken(
         stack.keystone_url + "/v3", "admin", localstack.ADMIN_PASSWORD,
         {"system": {"all": True}}))
 
@@ -136,11 +136,11 @@ def keystone_admin(stack):
 def create_service_user(stack, name, password):
     """What an operator does to fix the agent's [placement] user: create it, grant it."""
     http, api = keystone_admin(stack), stack.keystone_url + "/v3"
-    user = fleet.call(http, "POST", api + "/users", (201,), json={"user": {
+    user = clients.call(http, "POST", api + "/users", (201,), json={"user": {
         "name": name, "password": password, "domain_id": "default"}})["user"]["id"]
-    (project,) = fleet.call(http, "GET", api + "/projects?name=service", (200,))["projects"]
-    (role,) = fleet.call(http, "GET", api + "/roles?name=service", (200,))["roles"]
-    fleet.call(http, "PUT", f"{api}/projects/{project['id']}/users/{user}/roles/{role['id']}",
+    (project,) = clients.call(http, "GET", api + "/projects?name=service", (200,))["projects"]
+    (role,) = clients.call(http, "GET", api + "/roles?name=service", (200,))["roles"]
+    clients.call(http, "PUT", f"{api}/projects/{project['id']}/users/{user}/roles/{role['id']}",
                (204,))
 
 

@@ -9,8 +9,8 @@ import pytest
 
 from tests.functional.agents import inventory
 from tests.functional.agents import traits
-from tests.functional.agents import wait_for
 from tools import localstack
+from tools.wait import wait_for
 
 pytestmark = pytest.mark.functional
 

@@ -35,7 +35,7 @@ from rp_reporter.nova_compute import coordinated_ring
 from rp_reporter.nova_compute import guard
 from rp_reporter.nova_compute import rehome
 from rp_reporter.sync import plan as planner
-from tools import fleet
+from tools import clients
 
 CONF = nova.conf.CONF
 HOSTS = ("compute-a", "compute-b", "compute-c")
@@ -587,7 +587,7 @@ def real_ironic(nova_config, stack):
 def test_sharded_deployment_two_shards_two_services_each(real_ironic, stack, ironic,
                                                           monkeypatch):
     """With [ironic] shard set, nova's ring is the service alone: it owns its whole shard."""
-    shard_b = fleet.Ironic(stack.ironic_url, ironic.shard + "-b")
+    shard_b = clients.Ironic(stack.ironic_url, ironic.shard + "-b")
     services = {"shard-a-1": ironic, "shard-a-2": ironic,
                 "shard-b-1": shard_b, "shard-b-2": shard_b}
     fleet_ = Fleet(monkeypatch, services)

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from tests.functional.agents import wait_for
+from tools.wait import wait_for
 
 pytestmark = pytest.mark.functional
 BIN = os.path.dirname(sys.executable)  # nova's commands, in nova's environment

@@ -6,7 +6,7 @@ lines (its 409s on traits and inventory)."""
 import threading
 import time
 
-from tools import fleet
+from tools import clients
 
 WARM_UP = 90  # s: the agents' first passes and nova's first cache refreshes, not counted
 
@@ -20,7 +20,7 @@ AGENT_COUNTS = {
 
 
 def snapshot(cloud, topology):
-    samples = [fleet.metrics(agent.port) for agent in topology.agents]
+    samples = [clients.metrics(agent.port) for agent in topology.agents]
     return {
         "at": time.monotonic(),
         "provider_writes": sum(cloud.placement.provider(n)["generation"]

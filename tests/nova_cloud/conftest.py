@@ -26,13 +26,12 @@ import pytest
 
 from tests.functional.agents import AgentProcess
 from tests.functional.agents import stop_all
-from tests.functional.agents import wait_for
 from tests.nova_cloud import churn
-from tools import fleet
+from tools import clients
 from tools import localstack
-from tools import nova_api
 from tools.localstack import neutron
 from tools.localstack import process
+from tools.wait import wait_for
 
 # nova's refresh intervals shortened for the churn measure (test_churn.py): the resource
 # tracker every 10 s, its provider cache refreshed from Placement every 30 s.
@@ -56,7 +55,7 @@ class Topology:
     shard: str
     resource_class: str   # as Placement names it
     flavor: str
-    ironic: fleet.Ironic
+    ironic: clients.Ironic
     nodes: list
     agents: list
     compute_log: str
@@ -69,8 +68,8 @@ class Topology:
 @dataclasses.dataclass
 class Cloud:
     stack: localstack.LocalStack
-    nova: nova_api.Nova
-    placement: fleet.Placement
+    nova: clients.Nova
+    placement: clients.Placement
     topologies: dict      # every topology's agents are stopped with the cloud
     results: dict
     agent_dir: pathlib.Path
@@ -118,7 +117,7 @@ def add_topology(stack, nova, tmp_path, name, driver, agents, resource_class=Non
     by default), ``agents`` agents on that shard (started first, so their providers
     exist before nova-compute sees the nodes), and its nova-compute started."""
     shard = f"shard-{name.lower()}"
-    ironic = fleet.Ironic(stack.ironic_url, shard, auth=stack.admin_auth("baremetal"))
+    ironic = clients.Ironic(stack.ironic_url, shard, auth=stack.admin_auth("baremetal"))
     resource_class = resource_class or f"baremetal-{name.lower()}"
     placement_class = "CUSTOM_" + resource_class.upper().replace("-", "_")
     topology = Topology(name, driver, f"compute-{name.lower()}", shard, placement_class,
@@ -147,12 +146,12 @@ def whole_cloud(workdir, stack=None):
         stack = localstack.LocalStack(str(workdir / "cloud"),
                                       **localstack.PROFILES["nova-cloud"])
     topologies = {}
-    repeats_before = collections.Counter(fleet.REPEATS)
+    repeats_before = collections.Counter(clients.REPEATS)
     try:
         if own_stack:
             stack.start()
-        nova = nova_api.Nova(stack)
-        placement = fleet.Placement(stack.placement_url, auth=stack.admin_auth("placement"))
+        nova = clients.Nova(stack)
+        placement = clients.Placement(stack.placement_url, auth=stack.admin_auth("placement"))
         agent_dir = workdir / "agents"
         agent_dir.mkdir(parents=True, exist_ok=True)
         # Side by side: each topology's start is mostly waiting (its agents' health, its
@@ -167,7 +166,7 @@ def whole_cloud(workdir, stack=None):
         for future in started.values():
             future.result()  # the first failure, once every start has ended
         stack.wait_compute_mapped(*(topology.host for topology in topologies.values()))
-        repeats = dict(fleet.REPEATS - repeats_before)
+        repeats = dict(clients.REPEATS - repeats_before)
         cloud = Cloud(stack, nova, placement, topologies,
                       {"versions": versions(stack), "setup_repeats": repeats}, agent_dir)
         yield cloud

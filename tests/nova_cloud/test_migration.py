@@ -11,11 +11,11 @@ import datetime
 
 import pytest
 
-from tests.functional.agents import wait_for
 from tests.nova_cloud.conftest import add_topology
 from tests.nova_cloud.conftest import start_agents
 from tests.nova_cloud.test_topologies import all_providers
 from tests.nova_cloud.test_topologies import providers_of
+from tools.wait import wait_for
 
 CLASS = "baremetal-migrating"
 SERVERS = 4

@@ -34,7 +34,7 @@ import time
 
 import pytest
 
-from tests.functional.agents import wait_for
+from tools.wait import wait_for
 
 # Seconds between the change in Ironic and the boots, for every topology: well inside
 # stock nova's 60 s periodic, and past the agents' tail on this 2-core machine with the

@@ -6,7 +6,7 @@ Waits for "schedulable again" allow nova's periodic (60 s) where no agent runs
 
 import pytest
 
-from tests.functional.agents import wait_for
+from tools.wait import wait_for
 
 # Traits nova's resource tracker puts on every provider of its nodes: the scheduler
 # of nova 34 asks every request for OWNER_NOVA on the root provider.

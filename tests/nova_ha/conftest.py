@@ -23,13 +23,12 @@ import time
 
 import pytest
 
-from tests.functional.agents import wait_for
 from tests.functional.proxy import Proxy
-from tools import fleet
+from tools import clients
 from tools import localstack
-from tools import nova_api
 from tools.localstack import mariadb
 from tools.localstack import nova
+from tools.wait import wait_for
 
 LEASE = 10        # [coordination] lease of each service's membership (s)
 HEARTBEAT = 1     # its renewal interval (s)
@@ -60,7 +59,7 @@ class Fleet:
     shard: str
     resource_class: str
     flavor: str
-    ironic: fleet.Ironic
+    ironic: clients.Ironic
     nodes: list
     sections: dict            # host -> nova.conf sections
     proxies: dict = dataclasses.field(default_factory=dict)  # host -> its etcd proxy
@@ -96,8 +95,8 @@ class Fleet:
 @dataclasses.dataclass
 class Cloud:
     stack: localstack.LocalStack
-    nova: nova_api.Nova
-    placement: fleet.Placement
+    nova: clients.Nova
+    placement: clients.Placement
     results: dict
 
     def homes(self, nodes):
@@ -146,7 +145,7 @@ def nova_sections(extra=None):
 
 def make_fleet(stack, nova_client, workdir, name, driver, shard):
     hosts = [f"{name}-{i}" for i in (1, 2, 3)]
-    ironic = fleet.Ironic(stack.ironic_url, shard or None, auth=stack.admin_auth("baremetal"))
+    ironic = clients.Ironic(stack.ironic_url, shard or None, auth=stack.admin_auth("baremetal"))
     resource_class = f"baremetal-ha-{name}"
     placement_class = "CUSTOM_" + resource_class.upper().replace("-", "_")
     made = Fleet(name, driver, hosts, shard, placement_class,
@@ -269,8 +268,8 @@ def double_claimed_max_s(spans):
 @pytest.fixture(scope="session")
 def cloud(nova_cloud_stack):
     stack = nova_cloud_stack
-    cloud = Cloud(stack, nova_api.Nova(stack),
-                  fleet.Placement(stack.placement_url, auth=stack.admin_auth("placement")),
+    cloud = Cloud(stack, clients.Nova(stack),
+                  clients.Placement(stack.placement_url, auth=stack.admin_auth("placement")),
                   {"lease_s": LEASE, "periodic_s": PERIODIC,
                    "service_down_time_s": SERVICE_DOWN,
                    "periodic_fuzzy_delay_s": FUZZY_DELAY})

@@ -19,10 +19,10 @@ import time
 import pytest
 
 from rp_reporter.nova_compute import rehome
-from tests.functional.agents import wait_for
 from tests.functional.proxy import Proxy
 from tests.nova_ha import conftest as ha
 from tools.localstack import etcd
+from tools.wait import wait_for
 
 SLACK = 5  # seconds of a 2-core machine running a whole cloud
 REHOME_PAUSE = 15  # s between a re-homing's two steps, in the mover scenario only

@@ -33,11 +33,11 @@ def endpoints(tmp_path_factory):
     if not RECORD:
         yield {"placement": "http://placement.test", "ironic": "http://ironic.test"}
         return
-    from tools import fleet
+    from tools import clients
     from tools import localstack
     stack = localstack.LocalStack(str(tmp_path_factory.mktemp("stack")))
     stack.start(["rabbitmq", "placement", "ironic"])
-    ironic = fleet.Ironic(stack.ironic_url, "cassette")
+    ironic = clients.Ironic(stack.ironic_url, "cassette")
     for uuid in NODES:
         ironic._call("POST", "/v1/nodes", json={"uuid": uuid, "driver": "fake-hardware",
                                                 "resource_class": "gold", "shard": "cassette"})

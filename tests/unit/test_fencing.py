@@ -10,7 +10,7 @@ import pytest
 from rp_reporter import agent as rp_agent
 from rp_reporter import conf as rp_conf
 from rp_reporter import membership
-from tools.localstack import wait_until
+from tools.wait import wait_for
 
 HEARTBEAT = 0.1
 
@@ -49,7 +49,7 @@ def test_nothing_lapsed_nothing_to_resync(agent):
 def test_a_lapse_inside_one_blocked_renewal_still_resyncs(agent):
     time.sleep(2 * HEARTBEAT)
     agent.membership.lapses = 1  # renewed after the deadline; never seen fenced
-    wait_until(agent.resync_now.is_set, 3, "a resync")
+    wait_for(agent.resync_now.is_set, 3, "a resync")
 
 
 def test_writes_stop_while_fenced_and_resume_with_a_resync(agent):
@@ -59,7 +59,7 @@ def test_writes_stop_while_fenced_and_resume_with_a_resync(agent):
     time.sleep(3 * HEARTBEAT)
     assert agent.synced == [] and not agent.resync_now.is_set()
     agent.membership.fenced, agent.membership.lapses = False, 1
-    wait_until(lambda: agent.synced == ["node-1"], 3, "the held sync")
+    wait_for(lambda: agent.synced == ["node-1"], 3, "the held sync")
     assert agent.resync_now.is_set()
 
 
@@ -92,7 +92,7 @@ def test_a_node_changed_while_another_agent_owned_it_goes_first_after_a_takeover
     ownership.ring = ownership.ring_of({"me"})  # "dead" left the group
     agent.controller.on_members_changed(ownership.take_over_recent_events())
     agent.queue.pause(False)
-    wait_until(lambda: len(agent.synced) == 2, 3, "both synced")
+    wait_for(lambda: len(agent.synced) == 2, 3, "both synced")
     assert agent.synced == [theirs, mine]  # the recently changed node first
 
 

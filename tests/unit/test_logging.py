@@ -11,7 +11,6 @@ import socket
 import struct
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 
@@ -20,6 +19,7 @@ import pytest
 from rp_reporter import conf as rp_conf
 from rp_reporter import log as rp_log
 from tests.unit.test_config import SAMPLE
+from tools.wait import wait_for
 
 LOGGING_OPTIONS = ("debug", "log_file", "log_dir", "use_json", "use_journal", "use_syslog",
                    "use_stderr", "syslog_log_facility", "log_config_append", "log_date_format",
@@ -156,15 +156,6 @@ def _free_port():
         return s.getsockname()[1]
 
 
-def _wait(check, timeout, what):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"not seen within {timeout} s: {what}")
-
-
 @pytest.fixture
 def agent(tmp_path):
     """Start rp-reporter-agent with [DEFAULT] options; Ironic and Placement point at a
@@ -222,19 +213,19 @@ def _metrics(port):
 def test_agent_logs_to_its_file_and_sighup_reopens_it(agent, tmp_path):
     log_file = tmp_path / "agent.log"
     proc = agent(log_file=log_file)
-    _wait(lambda: log_file.exists() and "agent logtest starting" in log_file.read_text(), 60,
-          "the agent's first lines in log_file")
-    _wait(lambda: _answers(proc.port), 60, "/healthz")
+    wait_for(lambda: log_file.exists() and "agent logtest starting" in log_file.read_text(), 60,
+             "the agent's first lines in log_file", interval=0.1)
+    wait_for(lambda: _answers(proc.port), 60, "/healthz", interval=0.1)
     # What /healthz says, as the gauges the alerts use (Ironic is a closed port here).
-    _wait(lambda: 'rp_reporter_dependency_up{dependency="ironic"} 0.0' in _metrics(proc.port),
-          60, "Ironic down in the metrics")
+    wait_for(lambda: 'rp_reporter_dependency_up{dependency="ironic"} 0.0' in _metrics(proc.port),
+             60, "Ironic down in the metrics", interval=0.1)
     metrics = _metrics(proc.port)
     assert "\nrp_reporter_healthy 0.0\n" in metrics and "\nrp_reporter_fenced 0.0\n" in metrics
     moved = tmp_path / "agent.log.1"
     os.rename(log_file, moved)  # what logrotate does
     proc.send_signal(signal.SIGHUP)
-    _wait(lambda: log_file.exists() and "log reopened" in log_file.read_text(), 30,
-          "a new log file after SIGHUP")
+    wait_for(lambda: log_file.exists() and "log reopened" in log_file.read_text(), 30,
+             "a new log file after SIGHUP", interval=0.1)
     assert "log reopened" not in moved.read_text()
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) == 0

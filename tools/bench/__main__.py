@@ -58,6 +58,9 @@ against the number of nodes).
 
 Each benchmark is the module of tools/bench/ named after its subcommand; what
 they share is tools/bench/common.py, the summary and plots tools/bench/report.py.
+The soaks are commands of their own beside them, saving to bench-results/ too:
+``python -m tools.bench.soak`` (tox -e soak) and ``python -m tools.bench.fault_soak``
+(tox -e fault-soak).
 """
 
 import argparse

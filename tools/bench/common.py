@@ -9,7 +9,7 @@ import uuid
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
-from tools import fleet
+from tools import clients
 from tools import localstack
 from tools.localstack import mariadb
 
@@ -256,4 +256,4 @@ def percentile(values, q):
 
 
 def scrape(port, name):
-    return {k: v for k, v in fleet.metrics(port).items() if k.startswith(name)}
+    return {k: v for k, v in clients.metrics(port).items() if k.startswith(name)}

@@ -28,7 +28,7 @@ from keystoneauth1 import token_endpoint
 
 from rp_reporter import model
 from rp_reporter import wiring
-from tools import fleet
+from tools import clients
 from tools.bench import common
 
 
@@ -63,7 +63,7 @@ def bare_loop(url, desired, workers=1):
 
     def http():
         if not hasattr(local, "http"):
-            local.http = fleet.session(fleet.PLACEMENT)
+            local.http = clients.session(clients.PLACEMENT_HEADERS)
         return local.http
 
     classes = {d.resource_class for d in desired}
@@ -130,7 +130,7 @@ def compare_at(nodes, with_nova, args=None):
         common.start(stack, ["rabbitmq", "placement", "ironic"])
         for s in extra.values():
             common.start(s, ["placement"])
-        ironic = fleet.Ironic(stack.ironic_url, "compare")
+        ironic = clients.Ironic(stack.ironic_url, "compare")
         started = time.monotonic()
         common.load_many(stack, ironic, nodes)
         print(f"loaded {nodes} nodes into Ironic in {time.monotonic() - started:.0f} s "

@@ -30,7 +30,7 @@ import threading
 import time
 
 from rp_reporter import wiring
-from tools import fleet
+from tools import clients
 from tools import localstack
 from tools.bench import common
 
@@ -139,7 +139,7 @@ def changer(ironic, nodes, per_interval, interval, stop, made):
 def repaired_within(stack, nodes, interval):
     """The longest time until a stray trait put on REPAIRS random providers (no
     notification names them) is gone again: a reconcile pass's repair, whoever lists."""
-    placement = fleet.Placement(stack.placement_url)
+    placement = clients.Placement(stack.placement_url)
     trait = f"CUSTOM_STRAY_{random.randrange(10**6)}"
     chosen = random.sample(nodes, REPAIRS)
     added = {}
@@ -240,7 +240,7 @@ def run(args):
     rows = []
     try:
         common.start(stack, ["rabbitmq", "redis", "placement", "ironic"])
-        ironic = fleet.Ironic(stack.ironic_url, SHARD)
+        ironic = clients.Ironic(stack.ironic_url, SHARD)
         nodes = common.load_many(stack, ironic, args.nodes)
         conf, _ = common.confs(stack, workdir, SHARD, bulk_batch=100)
         started = time.monotonic()

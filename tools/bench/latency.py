@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 
-from tools import fleet
+from tools import clients
 from tools import localstack
 from tools.bench import common
 
@@ -60,8 +60,8 @@ def run(args):
     try:
         common.start(stack, ["rabbitmq", "placement", "ironic"]
                      + (["redis"] if args.agents > 1 else []))
-        ironic = fleet.Ironic(stack.ironic_url, "bench")
-        placement = fleet.Placement(stack.placement_url)
+        ironic = clients.Ironic(stack.ironic_url, "bench")
+        placement = clients.Placement(stack.placement_url)
         live = ironic.create_many(args.available)
         all_nodes = live + common.load_many(stack, ironic, args.nodes - args.available)
         ports = []

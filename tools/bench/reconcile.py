@@ -5,7 +5,7 @@ import tempfile
 import time
 
 from rp_reporter import wiring
-from tools import fleet
+from tools import clients
 from tools.bench import common
 
 
@@ -15,7 +15,7 @@ def run(args):
     results = []
     try:
         common.start(stack, ["rabbitmq", "placement", "ironic"])
-        ironic = fleet.Ironic(stack.ironic_url, "bench")
+        ironic = clients.Ironic(stack.ironic_url, "bench")
         started = time.monotonic()
         nodes = common.load_many(stack, ironic, args.nodes)
         print(f"loaded {len(nodes)} nodes into Ironic in {time.monotonic() - started:.1f} s",

@@ -13,7 +13,7 @@ refused with 409 and no provider in it changed.
 import time
 import uuid as uuidlib
 
-from tools import fleet
+from tools import clients
 from tools.bench import common
 
 INVENTORY = {"CUSTOM_BAREMETAL_GOLD": {"total": 1, "reserved": 0, "min_unit": 1, "max_unit": 1,
@@ -52,7 +52,7 @@ def run(args):
     results = []
     try:
         common.start(stack, ["placement"])
-        placement = fleet.Placement(stack.placement_url)
+        placement = clients.Placement(stack.placement_url)
         generations = _providers(placement, args.nodes)
         uuids = list(generations)
         half = len(uuids) // 2

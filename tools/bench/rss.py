@@ -31,7 +31,7 @@ import time
 import urllib.parse
 import uuid as uuidlib
 
-from tools import fleet
+from tools import clients
 from tools.bench import common
 
 GENERATION = 2  # of every provider the stub lists, and in the probe's cache
@@ -121,7 +121,7 @@ def capture_provider(placement_url):
     """One provider as the real Placement lists it (at the reporter's microversion);
     the stub repeats it with each node's uuid as its uuid, name and root."""
     from rp_reporter.sync import placement as placement_sync
-    placement = fleet.Placement(placement_url)
+    placement = clients.Placement(placement_url)
     rp = str(uuidlib.uuid4())
     placement._call("POST", "/resource_providers", json={"uuid": rp, "name": rp})  # noqa: SLF001
     resp = placement.http.get(f"{placement_url}/resource_providers?uuid={rp}", timeout=30,
@@ -134,7 +134,7 @@ def capture_provider(placement_url):
 
 def capture(ironic_url):
     """The real Ironic's answers the stub repeats: version documents, headers, nodes."""
-    ironic = fleet.Ironic(ironic_url, "rss")
+    ironic = clients.Ironic(ironic_url, "rss")
     common.load_nodes(ironic, 3, threads=1)  # two classes, one node with a trait
     from rp_reporter.sync import ironic as ironic_sync
     fields = ",".join(ironic_sync.NODE_FIELDS)

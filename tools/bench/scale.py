@@ -35,7 +35,7 @@ import time
 
 from rp_reporter import state as rp_state
 from rp_reporter import wiring
-from tools import fleet
+from tools import clients
 from tools.bench import common
 from tools.bench import compare
 from tools.bench import fleet as fleet_bench
@@ -120,8 +120,8 @@ def run(args):
     result = {"nodes": args.nodes, "rows": []}
     try:
         common.start(stack, ["rabbitmq", "redis", "placement", "ironic"])
-        ironic = fleet.Ironic(stack.ironic_url, SHARD)
-        placement = fleet.Placement(stack.placement_url)
+        ironic = clients.Ironic(stack.ironic_url, SHARD)
+        placement = clients.Placement(stack.placement_url)
         live, document = load(stack, ironic, args, workdir)
 
         def yardstick():

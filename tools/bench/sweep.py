@@ -3,7 +3,7 @@
 import tempfile
 
 from rp_reporter import wiring
-from tools import fleet
+from tools import clients
 from tools.bench import common
 
 
@@ -15,7 +15,7 @@ def run(args):
     results = []
     try:
         common.start(stack, ["rabbitmq", "ironic"])
-        ironic = fleet.Ironic(stack.ironic_url, "sweep")
+        ironic = clients.Ironic(stack.ironic_url, "sweep")
         common.load_many(stack, ironic, args.nodes)
         for workers in args.workers:
             for batch in args.bulk_batch:

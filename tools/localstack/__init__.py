@@ -44,7 +44,6 @@ from tools.localstack.process import free_port
 from tools.localstack.process import log
 from tools.localstack.process import port_open
 from tools.localstack.process import terminate
-from tools.localstack.process import wait_until
 from tools.localstack.stack import KNOBS
 from tools.localstack.stack import PRODUCTION
 from tools.localstack.stack import PROFILES
@@ -53,4 +52,4 @@ from tools.localstack.stack import install
 
 __all__ = ["ADMIN_PASSWORD", "IDENTITIES", "KNOBS", "PRODUCTION", "PROFILES", "REGION",
            "STACK_VENV", "TOKEN_EXPIRATION", "LocalStack", "Service", "exit_on_sigterm",
-           "free_port", "install", "log", "port_open", "terminate", "wait_until"]
+           "free_port", "install", "log", "port_open", "terminate"]

@@ -6,7 +6,7 @@ import os
 import shutil
 import subprocess
 
-from tools import fleet
+from tools import clients
 from tools.localstack import keystone
 from tools.localstack import process
 
@@ -69,9 +69,9 @@ def start(stack):
 
 def upload_image(stack):
     """A public 4 KiB raw image, IMAGE_NAME (uploaded as the bootstrap admin)."""
-    http = fleet.session({}, auth=stack.admin_auth("image"))
-    image = fleet.call(http, "POST", stack.url(NAME) + "/v2/images", (201,), json={
+    http = clients.session({}, auth=stack.admin_auth("image"))
+    image = clients.call(http, "POST", stack.url(NAME) + "/v2/images", (201,), json={
         "name": IMAGE_NAME, "disk_format": "raw", "container_format": "bare",
         "visibility": "public"})
-    fleet.call(http, "PUT", f"{stack.url(NAME)}/v2/images/{image['id']}/file", (204,),
+    clients.call(http, "PUT", f"{stack.url(NAME)}/v2/images/{image['id']}/file", (204,),
                data=b"\0" * 4096, headers={"Content-Type": "application/octet-stream"})

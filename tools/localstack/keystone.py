@@ -6,7 +6,7 @@ identities tests use (IDENTITIES).  Placement and Ironic then sit behind
 import os
 import subprocess
 
-from tools import fleet
+from tools import clients
 from tools.localstack import process
 
 NAME = "keystone"
@@ -99,8 +99,8 @@ def credentials(stack, name, scope=None):
 
 
 def admin_token(stack, scope):
-    """A refreshing token of the bootstrap admin in ``scope`` (for fleet's requests)."""
-    return fleet.KeystoneToken(stack.keystone_url + "/v3", "admin", ADMIN_PASSWORD, scope)
+    """A refreshing token of the bootstrap admin in ``scope`` (for the clients' requests)."""
+    return clients.KeystoneToken(stack.keystone_url + "/v3", "admin", ADMIN_PASSWORD, scope)
 
 
 def start(stack):
@@ -136,14 +136,14 @@ def register(stack):
     """Every catalogued service of the stack (public and internal endpoints, RegionOne),
     the service users and the test identities, through Keystone's API as the bootstrap
     admin (system scope)."""
-    http = fleet.session({}, auth=admin_token(stack, {"system": {"all": True}}))
+    http = clients.session({}, auth=admin_token(stack, {"system": {"all": True}}))
     api = stack.keystone_url + "/v3"
 
     def post(path, kind, body):
-        return fleet.call(http, "POST", api + path, (201,), json={kind: body})[kind]
+        return clients.call(http, "POST", api + path, (201,), json={kind: body})[kind]
 
     roles = {r["name"]: r["id"]
-             for r in fleet.call(http, "GET", api + "/roles", (200,))["roles"]}
+             for r in clients.call(http, "GET", api + "/roles", (200,))["roles"]}
     if "service" not in roles:
         roles["service"] = post("/roles", "role", {"name": "service"})["id"]
     project = post("/projects", "project", {"name": "service", "domain_id": "default"})["id"]
@@ -161,4 +161,4 @@ def register(stack):
                                        "domain_id": "default"})["id"]
         for scope, role in grants:
             target = "/system" if scope == "system" else f"/projects/{project}"
-            fleet.call(http, "PUT", f"{api}{target}/users/{user}/roles/{roles[role]}", (204,))
+            clients.call(http, "PUT", f"{api}{target}/users/{user}/roles/{roles[role]}", (204,))

@@ -14,6 +14,8 @@ import time
 import urllib.error
 import urllib.request
 
+from tools import wait
+
 STACK_VENV = os.environ.get(
     "RP_STACK_VENV", os.path.expanduser("~/.cache/rp_reporter/stack-venv"))
 # Versions seen working together on this machine; bump them together.
@@ -78,15 +80,13 @@ def ini(sections):
 
 
 def wait_until(check, timeout, what, interval=0.2):
-    """The monotonic time ``check()`` first held (an exception counts as not yet);
-    RuntimeError naming ``what`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with contextlib.suppress(Exception):
-            if check():
-                return time.monotonic()
-        time.sleep(interval)
-    raise RuntimeError(f"{what} did not come up within {timeout} s")
+    """The monotonic time ``check()`` first held (tools.wait.wait_for; an exception
+    counts as not yet: the service may not answer yet); RuntimeError naming ``what``
+    after ``timeout`` seconds."""
+    try:
+        return wait.wait_for(check, timeout, what, interval, ignore=Exception)
+    except wait.NotSeen:
+        raise RuntimeError(f"{what} did not come up within {timeout} s") from None
 
 
 def wal(db_path):

@@ -182,7 +182,7 @@ class LocalStack:
         return keystone.credentials(self, name)
 
     def admin_auth(self, service_type):
-        """What fleet.Ironic / fleet.Placement authenticate with: None on noauth (they send
+        """What clients.Ironic / clients.Placement authenticate with: None on noauth (they send
         the noauth headers), else a refreshing Keystone token of the bootstrap admin,
         system-scoped for Ironic ("baremetal"), project-scoped for Placement ("placement")."""
         if self.auth != "keystone":

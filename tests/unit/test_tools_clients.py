@@ -1,17 +1,17 @@
-"""The test stack's HTTP session: a GET survives a server dropping the connection
-unanswered, a write does not (it may have landed)."""
+"""tools/clients/: the test clients' HTTP session.  A GET survives a server dropping
+the connection unanswered, a write does not (it may have landed)."""
 
 import pytest
 import requests
 
 from tests.unit.http_server import DROP
 from tests.unit.http_server import serve
-from tools import fleet
+from tools import clients
 
 
 def test_a_get_is_tried_again_when_the_connection_drops():
     url, seen = serve([DROP, (b"{}", 2)])
-    resp = fleet.session({}).get(url, timeout=5)
+    resp = clients.session({}).get(url, timeout=5)
     assert resp.status_code == 200
     assert seen == [b"GET", b"GET"]
 
@@ -19,35 +19,35 @@ def test_a_get_is_tried_again_when_the_connection_drops():
 def test_a_write_is_not_tried_again():
     url, seen = serve([DROP, (b"{}", 2)])
     with pytest.raises(requests.ConnectionError):
-        fleet.session({}).put(url, timeout=5)
+        clients.session({}).put(url, timeout=5)
     assert seen == [b"PUT"]
 
 
 def test_a_dropped_write_that_did_not_land_is_sent_once_more_and_counted():
     url, seen = serve([DROP, (b"{}", 2)])
-    before = fleet.REPEATS["POST repeated"]
-    assert fleet.call(fleet.session({}), "POST", url, (200,), landed=lambda: False) == {}
+    before = clients.REPEATS["POST repeated"]
+    assert clients.call(clients.session({}), "POST", url, (200,), landed=lambda: False) == {}
     assert seen == [b"POST", b"POST"]
-    assert fleet.REPEATS["POST repeated"] == before + 1
+    assert clients.REPEATS["POST repeated"] == before + 1
 
 
 def test_a_dropped_write_that_landed_is_not_sent_again():
     url, seen = serve([DROP, (b"{}", 2)])
-    before = fleet.REPEATS["POST had landed"]
-    fleet.call(fleet.session({}), "POST", url, (200,), landed=lambda: True)
+    before = clients.REPEATS["POST had landed"]
+    clients.call(clients.session({}), "POST", url, (200,), landed=lambda: True)
     assert seen == [b"POST"]
-    assert fleet.REPEATS["POST had landed"] == before + 1
+    assert clients.REPEATS["POST had landed"] == before + 1
 
 
 def test_a_dropped_write_with_no_way_to_tell_is_not_sent_again():
     url, seen = serve([DROP, (b"{}", 2)])
     with pytest.raises(requests.ConnectionError):
-        fleet.call(fleet.session({}), "POST", url, (200,))
+        clients.call(clients.session({}), "POST", url, (200,))
     assert seen == [b"POST"]
 
 
 def test_a_read_retried_after_a_drop_is_counted():
     url, _ = serve([DROP, (b"{}", 2)])
-    before = fleet.REPEATS["GET"]
-    fleet.session({}).get(url, timeout=5)
-    assert fleet.REPEATS["GET"] == before + 1
+    before = clients.REPEATS["GET"]
+    clients.session({}).get(url, timeout=5)
+    assert clients.REPEATS["GET"] == before + 1

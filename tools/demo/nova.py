@@ -1,5 +1,5 @@
 """The demo with a whole nova in front (``tox -e demo-nova``, or ``python -m
-tools.demo_nova`` where rp_reporter is installed with its nova extra): Keystone, Glance,
+tools.demo.nova`` where rp_reporter is installed with its nova extra): Keystone, Glance,
 Neutron, Placement and Ironic on MariaDB, nova's services by their own commands, six
 sample nodes, two rp-reporter-agent processes on an etcd ring and one nova-compute
 with rp_reporter's driver (topology C).  A server is booted through nova-api onto a
@@ -11,12 +11,11 @@ again.
 import tempfile
 import time
 
-from tools import fleet
+from tools import clients
 from tools import localstack
-from tools import nova_api
-from tools.demo import start_agent
-from tools.demo import table
-from tools.demo import wait
+from tools.demo.common import start_agent
+from tools.demo.common import table
+from tools.demo.common import wait
 
 SHARD = "demo"
 RESOURCE_CLASS = "baremetal-gold"
@@ -34,9 +33,9 @@ def main():
     agents = []
     try:
         stack.start()
-        ironic = fleet.Ironic(stack.ironic_url, SHARD, auth=stack.admin_auth("baremetal"))
-        placement = fleet.Placement(stack.placement_url, auth=stack.admin_auth("placement"))
-        nova = nova_api.Nova(stack)
+        ironic = clients.Ironic(stack.ironic_url, SHARD, auth=stack.admin_auth("baremetal"))
+        placement = clients.Placement(stack.placement_url, auth=stack.admin_auth("placement"))
+        nova = clients.Nova(stack)
         nodes = ironic.create_many(6, resource_class=RESOURCE_CLASS)
         print(f"\n{len(nodes)} nodes in Ironic (class {RESOURCE_CLASS}); starting two agents "
               "and nova-compute with compute_driver = rp_reporter.IronicDriver", flush=True)

@@ -1,14 +1,15 @@
 """Soak: agents under a steady stream of changes, one killed and restarted now and then.
 
-    python -m tools.soak                      # 4 agents, 2,000 nodes, 30 min, 20 changes/s
-    python -m tools.soak --minutes 3 --nodes 300
+    python -m tools.bench.soak                # 4 agents, 2,000 nodes, 30 min, 20 changes/s
+    python -m tools.bench.soak --minutes 3 --nodes 300
 
 Real Placement, Ironic, RabbitMQ and Redis on loopback.  Random changes (traits,
 resource_class, maintenance) at --rate per second; every --kill-every seconds
 one agent is SIGKILLed and restarted.  A sample of changes is watched until
 Placement shows it (the lag).  At the end, once the agents are idle, a
 reconcile dry run counts the nodes where Placement is not exact (want 0).
-Prints events, writes, conflicts, retries and the largest lag; saves JSON.
+Prints events, writes, conflicts, retries and the largest lag; saves
+bench-results/soak.json.
 """
 
 import argparse
@@ -27,9 +28,9 @@ import time
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
-from tools import fleet
+from tools import clients
 from tools import localstack
-from tools.bench import common as bench_common
+from tools.bench import common
 
 AFTER_KILL = 60  # seconds: a change made this soon after a kill is counted apart
 GAUGES = ("rp_reporter_queue_depth", "rp_reporter_last_reconcile_seconds",
@@ -41,7 +42,7 @@ COUNTERS = ("rp_reporter_notifications_total", "rp_reporter_placement_writes_tot
 def lag_figures(name, lags):
     """Sample count, p50, p90, p99 and max of some lags, in seconds."""
     return {f"{name}_samples": len(lags),
-            **{f"{name}_p{q}_s": round(bench_common.percentile(lags, q), 3) if lags else None
+            **{f"{name}_p{q}_s": round(common.percentile(lags, q), 3) if lags else None
                for q in (50, 90, 99)},
             f"{name}_max_s": round(max(lags), 3) if lags else None}
 
@@ -69,7 +70,7 @@ class Agent:
     def counters(self):
         """Sum of each counter and gauge family (all labels) as this process has them."""
         totals = collections.Counter()
-        for sample, value in fleet.metrics(self.port).items():
+        for sample, value in clients.metrics(self.port).items():
             for name in COUNTERS + GAUGES:
                 if sample.split("{")[0] == name:
                     totals[name] += value
@@ -112,10 +113,10 @@ def main(argv=None):
     kill_times = []  # one per kill
     try:
         stack.start()
-        ironic = fleet.Ironic(stack.ironic_url, "soak")
-        placement = fleet.Placement(stack.placement_url)
+        ironic = clients.Ironic(stack.ironic_url, "soak")
+        placement = clients.Placement(stack.placement_url)
         live = ironic.create_many(args.available)
-        enrolled = bench_common.load_nodes(ironic, args.nodes - args.available)
+        enrolled = common.load_nodes(ironic, args.nodes - args.available)
         print(f"{args.nodes} nodes loaded; starting {args.agents} agents", flush=True)
         agents = [Agent(stack, workdir, f"soak-{i}", args.lease) for i in range(args.agents)]
         for a in agents:
@@ -259,9 +260,7 @@ def main(argv=None):
             "inexact_at_end": len(inexact),
         }
         print(json.dumps(result, indent=2))
-        os.makedirs("bench-results", exist_ok=True)
-        with open("bench-results/soak.json", "w") as f:
-            json.dump(result, f, indent=2)
+        common.save(result, "soak")
         return 0 if not inexact else 1
     finally:
         localstack.terminate([a.proc for a in agents])

@@ -1,7 +1,7 @@
 """Fault soak: one agent through a compressed day and more of long outages.
 
-    python -m tools.fault_soak                    # defaults below: about 15 minutes
-    python -m tools.fault_soak --outage 30 --up 20 --nodes 100   # a quick look
+    python -m tools.bench.fault_soak              # defaults below: about 15 minutes
+    python -m tools.bench.fault_soak --outage 30 --up 20 --nodes 100   # a quick look
 
 Real Placement, Ironic, RabbitMQ and Redis on loopback; one rp-reporter-agent
 on a Redis-backed ring.  Time is compressed by configuration: every period the
@@ -36,8 +36,11 @@ import time
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import wiring
-from tools import fleet
+from tools import clients
 from tools import localstack
+from tools.bench import common
+from tools.wait import NotSeen
+from tools.wait import wait_for
 
 # Production defaults of what --compress divides: [reconcile] interval,
 # [agent] retry_max, [placement] request_backoff_max.
@@ -72,11 +75,11 @@ class Agent:
                 stdout=log, stderr=subprocess.STDOUT)
 
     def health(self):
-        return fleet.health(self.port, timeout=2)
+        return clients.health(self.port, timeout=2)
 
     def metric(self, name):
         """The sum of a metric's samples over all labels (0 while the agent is silent)."""
-        return sum(v for k, v in fleet.metrics(self.port).items() if k.split("{")[0] == name)
+        return sum(v for k, v in clients.metrics(self.port).items() if k.split("{")[0] == name)
 
     def rss_mib(self):
         """The agent's resident memory in MiB (0 once it is gone)."""
@@ -102,11 +105,12 @@ class Agent:
 
 
 def wait(check, timeout, what):
-    """When ``check()`` first held; the soak ends with one line if it never does."""
+    """When ``check()`` first held (an exception counts as not yet: a dependency may be
+    down); the soak ends with one line if it never does."""
     try:
-        return localstack.wait_until(check, timeout, what, interval=0.5)
-    except RuntimeError as e:
-        raise SystemExit(f"fault soak: {e}") from None
+        return wait_for(check, timeout, what, interval=0.5, ignore=Exception)
+    except NotSeen:
+        raise SystemExit(f"fault soak: {what} did not come up within {timeout} s") from None
 
 
 def idle(agent):
@@ -154,7 +158,7 @@ def main(argv=None):
     agent = None
     try:
         stack.start()
-        ironic = fleet.Ironic(stack.ironic_url, "fault-soak")
+        ironic = clients.Ironic(stack.ironic_url, "fault-soak")
         nodes = ironic.create_many(args.nodes)
         agent = Agent(stack, workdir, args.compress)
         agent.start()
@@ -228,9 +232,7 @@ def main(argv=None):
             "samples": samples,
         }
         print(json.dumps({k: v for k, v in result.items() if k != "samples"}, indent=2))
-        os.makedirs("bench-results", exist_ok=True)
-        with open("bench-results/fault_soak.json", "w") as f:
-            json.dump(result, f, indent=2)
+        common.save(result, "fault_soak")
         ok = (not inexact and status == 200 and result["threads_restarted"] == 0
               and result["agent_alive_at_end"] and not result["tracebacks_in_log"])
         return 0 if ok else 1

@@ -3,21 +3,23 @@ sample nodes, and three rp-reporter-agent processes sharing them on a hash ring.
 Shows who owns what, what Placement holds, and one live change arriving through
 Ironic's notifications.
 
-    tox -e demo            (or: python -m tools.demo)
+    tox -e demo            (or: python -m tools.demo.agents)
 
 With a whole nova in front, a server booted onto a node the agents reported:
-tools/demo_nova.py (tox -e demo-nova).
+tools/demo/nova.py (tox -e demo-nova).
 """
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
 import time
 
-from tools import fleet
+from tools import clients
 from tools import localstack
+from tools.demo.common import start_agent
+from tools.demo.common import table
+from tools.demo.common import wait
 
 SAMPLE = [  # (resource_class, state, traits, maintenance), three of each
     ("baremetal-gold", "available", (), False),
@@ -31,13 +33,6 @@ SAMPLE = [  # (resource_class, state, traits, maintenance), three of each
 AGENTS = ("agent-a", "agent-b", "agent-c")
 
 
-def table(rows, columns):
-    widths = [max(len(str(c)), *(len(str(r[i])) for r in rows)) for i, c in enumerate(columns)]
-    line = "  ".join(f"{{:<{w}}}" for w in widths)
-    return "\n".join([line.format(*columns), line.format(*("-" * w for w in widths))]
-                     + [line.format(*map(str, r)) for r in rows])
-
-
 def rp_reporter(conf, *args):
     proc = subprocess.run([sys.executable, "-m", "rp_reporter.cli", "--config-file", conf,
                            *args, "-f", "json"], capture_output=True, text=True)
@@ -46,37 +41,14 @@ def rp_reporter(conf, *args):
     return json.loads(proc.stdout)
 
 
-def start_agent(stack, workdir, name, shard, **sections):
-    """An rp-reporter-agent process ``name`` on the stack's ``shard`` (its configuration
-    file and log in ``workdir``, ``sections`` over the stack's defaults): (its
-    configuration file, the process)."""
-    conf = os.path.join(workdir, f"{name}.conf")
-    with open(conf, "w") as f:
-        f.write(stack.reporter_conf(
-            DEFAULT={"host": name}, ironic={"shard": shard},
-            agent={"metrics_bind": f"127.0.0.1:{localstack.free_port()}"}, **sections))
-    return conf, subprocess.Popen(
-        [sys.executable, "-m", "rp_reporter.agent", "--config-file", conf],
-        stdout=subprocess.DEVNULL, stderr=open(os.path.join(workdir, f"{name}.log"), "w"))
-
-
-def wait(check, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def main():
     workdir = tempfile.mkdtemp(prefix="rp-demo-")
     stack = localstack.LocalStack(workdir)
     agents = []
     try:
         stack.start()
-        ironic = fleet.Ironic(stack.ironic_url, "demo")
-        placement = fleet.Placement(stack.placement_url)
+        ironic = clients.Ironic(stack.ironic_url, "demo")
+        placement = clients.Placement(stack.placement_url)
         nodes = []
         for _ in range(3):
             for rc, state, traits, maint in SAMPLE:

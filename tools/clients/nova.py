@@ -1,11 +1,10 @@
 """nova's compute API as a user and an operator drive it (flavors, servers, services,
-instance actions), for the nova-cloud tests, benchmark and demo; like tools.fleet,
-it plays the people around the code under test, never the code itself."""
+instance actions), for the nova-cloud tests and the nova demo."""
 
 import datetime
 import time
 
-from tools import fleet
+from tools.clients import common
 
 MICROVERSION = {"OpenStack-API-Version": "compute 2.95"}
 # A bare-metal flavor: one unit of the node's class and none of the virtual resources
@@ -16,12 +15,12 @@ NO_VIRTUAL = {"resources:VCPU": "0", "resources:MEMORY_MB": "0", "resources:DISK
 class Nova:
     def __init__(self, stack):
         self.url = stack.url("nova") + "/v2.1"
-        self.http = fleet.session(MICROVERSION, auth=stack.admin_auth("compute"))
-        images = fleet.call(self.http, "GET", stack.url("glance") + "/v2/images", (200,))
+        self.http = common.session(MICROVERSION, auth=stack.admin_auth("compute"))
+        images = common.call(self.http, "GET", stack.url("glance") + "/v2/images", (200,))
         self.image = images["images"][0]["id"]
 
     def _call(self, method, path, expect=(200, 201, 202, 204), **kw):
-        return fleet.call(self.http, method, self.url + path, expect, **kw)
+        return common.call(self.http, method, self.url + path, expect, **kw)
 
     # -- flavors ---------------------------------------------------------------
     def flavor(self, name, resource_class):

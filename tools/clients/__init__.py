@@ -1,0 +1,26 @@
+"""The HTTP clients the tests, demos and benchmarks drive the real services with.
+
+They play the operator, nova and foreign writers; the code under test never uses
+them.  One module per service (ironic, placement, nova, and agent: an agent's own
+/healthz and /metrics), common.py for what they share (the session, the one place
+that decides whether a request is sent again, REPEATS, the Keystone token).  This
+module only names what others import:
+
+    from tools import clients
+    ironic = clients.Ironic(stack.ironic_url, "shard")
+"""
+
+from tools.clients.agent import health
+from tools.clients.agent import metrics
+from tools.clients.common import REPEATS
+from tools.clients.common import KeystoneToken
+from tools.clients.common import call
+from tools.clients.common import session
+from tools.clients.ironic import IRONIC_SLOTS
+from tools.clients.ironic import Ironic
+from tools.clients.nova import Nova
+from tools.clients.placement import PLACEMENT_HEADERS
+from tools.clients.placement import Placement
+
+__all__ = ["IRONIC_SLOTS", "PLACEMENT_HEADERS", "REPEATS", "Ironic", "KeystoneToken", "Nova",
+           "Placement", "call", "health", "metrics", "session"]

@@ -1,0 +1,90 @@
+"""Placement's API as a test reads it and as nova and foreign writers use it:
+providers read, allocations made and removed, traits added under the generation
+guard."""
+
+import uuid
+
+from tools.clients import common
+
+PLACEMENT_HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placement 1.39"}
+
+
+class Placement:
+    def __init__(self, url, auth=None):
+        self.url = url
+        self.http = common.session(PLACEMENT_HEADERS, auth)
+
+    def _call(self, method, path, expect=(200, 201, 204), **kw):
+        return common.call(self.http, method, self.url + path, expect, **kw)
+
+    def provider(self, rp):
+        """(name, generation, inventories, traits), or None when there is no provider
+        (also when it vanishes between these reads)."""
+        reads = [self.http.get(f"{self.url}/resource_providers/{rp}{part}", timeout=30)
+                 for part in ("", "/inventories", "/traits")]
+        if any(r.status_code == 404 for r in reads):
+            return None
+        for r in reads:
+            assert r.status_code == 200, f"{r.url}: {r.status_code} {r.text}"
+        provider, inv, traits = (r.json() for r in reads)
+        return {"name": provider["name"], "generation": inv["resource_provider_generation"],
+                "inventories": {rc: (i["total"], i["reserved"], i["max_unit"])
+                                for rc, i in inv["inventories"].items()},
+                "traits": set(traits["traits"])}
+
+    def provider_inventories(self, rp):
+        """One read: the inventories, or None (for tight polling)."""
+        resp = self.http.get(f"{self.url}/resource_providers/{rp}/inventories", timeout=30)
+        return resp.json()["inventories"] if resp.status_code == 200 else None
+
+    def provider_trait_names(self, rp):
+        """One read: the traits, or an empty set (for tight polling)."""
+        resp = self.http.get(f"{self.url}/resource_providers/{rp}/traits", timeout=30)
+        return set(resp.json()["traits"]) if resp.status_code == 200 else set()
+
+    def offered(self, resource_class):
+        """The providers nova 34's scheduler is offered for one unit of ``resource_class``
+        (its allocation candidates, with the root traits nova asks for on every request)."""
+        found = self._call("GET", f"/allocation_candidates?resources={resource_class}:1"
+                                  "&root_required=OWNER_NOVA,!COMPUTE_STATUS_DISABLED")
+        return set(found["provider_summaries"])
+
+    def allocate(self, rp, resource_class):
+        consumer = str(uuid.uuid4())
+        self._call("PUT", f"/allocations/{consumer}", json={
+            "allocations": {rp: {"resources": {resource_class: 1}}},
+            "project_id": str(uuid.uuid4()), "user_id": str(uuid.uuid4()),
+            "consumer_generation": None, "consumer_type": "INSTANCE"})
+        return consumer
+
+    def deallocate(self, consumer):
+        self._call("DELETE", f"/allocations/{consumer}")
+
+    def allocations(self, consumer):
+        """{provider: {class: amount}} of one consumer ({} when it has none)."""
+        held = self._call("GET", f"/allocations/{consumer}")["allocations"]
+        return {rp: dict(a["resources"]) for rp, a in held.items()}
+
+    def remove_providers(self, rps):
+        """Delete these providers and whatever is allocated against them (test clean-up:
+        a provider left for a deleted node would count against the next test's reporter
+        as a node gone from Ironic)."""
+        for rp in rps:
+            resp = self.http.get(f"{self.url}/resource_providers/{rp}/allocations", timeout=30)
+            for consumer in resp.json()["allocations"] if resp.status_code == 200 else ():
+                self._call("DELETE", f"/allocations/{consumer}", expect=(204, 404))
+            self._call("DELETE", f"/resource_providers/{rp}", expect=(204, 404))
+
+    def add_trait(self, rp, trait):
+        """A foreign writer: adds a trait of its own, generation-guarded like anyone,
+        re-reading and retrying when someone else wrote first."""
+        self._call("PUT", f"/traits/{trait}")
+        for _ in range(20):
+            current = self._call("GET", f"/resource_providers/{rp}/traits")
+            resp = self.http.put(f"{self.url}/resource_providers/{rp}/traits", timeout=30, json={
+                "resource_provider_generation": current["resource_provider_generation"],
+                "traits": current["traits"] + [trait]})
+            if resp.status_code != 409:
+                assert resp.status_code == 200, f"add_trait: {resp.status_code} {resp.text}"
+                return
+        raise AssertionError(f"add_trait {trait} on {rp}: conflicts 20 times in a row")

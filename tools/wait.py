@@ -1,0 +1,29 @@
+"""The one polling wait of the tools and the tests: ask ``check`` until it holds.
+
+    from tools.wait import wait_for
+    wait_for(lambda: placement.provider(node), 30, "the node's provider")
+"""
+
+import time
+
+
+class NotSeen(AssertionError):
+    """What ``wait_for`` raises when ``check`` never held (an AssertionError, so a test
+    that times out fails rather than errors)."""
+
+
+def wait_for(check, timeout, what, interval=0.05, ignore=()):
+    """The monotonic time ``check()`` first held, asked every ``interval`` seconds.
+
+    An exception of a type in ``ignore`` counts as not yet (``Exception`` for a service
+    that may not answer yet); any other is raised.  After ``timeout`` seconds, NotSeen
+    naming ``what``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if check():
+                return time.monotonic()
+        except ignore:
+            pass
+        time.sleep(interval)
+    raise NotSeen(f"not seen within {timeout} s: {what}")
