@@ -20,7 +20,9 @@ to a node that could not be used, none failed but for a double booking, no node 
 while Ironic was still cleaning it, every freed node offered well inside nova's 60 s
 periodic and, in C, each by an agent's write (the fast path).  How fast (the targets:
 p50 <= 1 s, max <= 5 s) is a figure in the JSON, with whether it was met.
-Stock nova's figures are recorded, not judged: they are the reference.
+Stock nova is held to what it guarantees (nothing lands in maintenance, nothing offered
+while cleaning, every freed node offered in the end); how late it offers and how many
+builds fail are its figures, the reference.
 """
 
 import concurrent.futures
@@ -38,9 +40,8 @@ from tools.wait import wait_for
 
 # Seconds between the change in Ironic and the boots, for every topology: well inside
 # stock nova's 60 s periodic, and past the agents' tail on this 2-core machine with the
-# whole cloud on it (at 1 s, one run of two had one build sent to a node in maintenance in
-# A and in C: the agents' write took 3.3 s and 2.2 s, each after a generation conflict;
-# in A with stock nova, which had just stripped the marker).
+# whole cloud on it (an agent's write behind a generation conflict takes 2-3 s there; in
+# A stock nova's marker strip is one source of them).
 SETTLE = 3.0
 BOOTS = 4
 # The freed scenario's polling intervals: its main loop (Ironic, the new servers) and
@@ -331,16 +332,18 @@ def test_race(cloud, name):
     cloud.results.setdefault("race", []).append(row)
     print(f"\n{name}: {row}")
     assert maintenance["landed_in_maintenance"] == 0  # Ironic refuses, whoever reports
+    whole = json.dumps(row, default=str)
+    # Whoever reports: no node offered while Ironic still cleaned it, every freed node
+    # offered again in the end (stock nova: at its periodic).
+    assert freed["never_offered"] == 0 and freed["offered_while_unusable"] == 0, whole
     if name == "stock":
-        return  # the reference: recorded, not judged
+        return  # the reference: how late and how many failed are its figures
     # No build sent to a node that could not be used, none failed for it; a build
     # Placement booked twice (counted apart) is Placement's race, not the scheduler's.
-    # Whole, as text: pytest cuts a dict's repr to its first few keys, and the CI log
+    # ``whole``, as text: pytest cuts a dict's repr to its first few keys, and the CI log
     # is often the only record of a failed run (where the time went is further in).
-    whole = json.dumps(row, default=str)
     assert row["refused_race"] == 0, whole
     assert row["failed"] <= row["double_booked"], whole
-    assert freed["never_offered"] == 0 and freed["offered_while_unusable"] == 0, whole
     # Offered by the fast path, not at nova's periodic: asserted as a mechanism, with a
     # bound no scheduling of this machine's load approaches (stock nova's reuse is most of
     # its 60 s periodic).  The speed targets (p50 <= 1 s, max <= 5 s) are figures, kept in
