@@ -6,7 +6,7 @@ import pytest
 
 from rp_reporter import traits
 
-REPO = pathlib.Path(__file__).resolve().parents[2]
+REPO = pathlib.Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.parametrize("doc, where", [

@@ -18,7 +18,7 @@ import pytest
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import log as rp_log
-from tests.unit.test_config import SAMPLE
+from tests.unit.test_conf import SAMPLE
 from tools.wait import wait_for
 
 LOGGING_OPTIONS = ("debug", "log_file", "log_dir", "use_json", "use_journal", "use_syslog",

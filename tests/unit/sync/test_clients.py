@@ -5,7 +5,7 @@ The cassettes were recorded from the real services by
     RP_RECORD_CASSETTES=1 tox -e record
 
 which starts the local stack (tools/localstack/), runs these same tests
-against it and rewrites tests/unit/cassettes/.
+against it and rewrites tests/unit/sync/cassettes/.
 """
 
 import contextlib

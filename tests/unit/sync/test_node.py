@@ -1,18 +1,23 @@
-"""Derived traits in the per-node sync (sync/node.py) and the agent ([traits] rules_file):
-what is written to Ironic, when nothing is, and what the provider then carries.
-NodeTraits is faked here (its own tests are tests/unit/test_capability_traits.py)."""
+"""The per-node sync (sync/node.py): desired(), the model with the reporter's options
+(the agent's, the reconcile pass's and the CLI's), and derived traits: what is written to
+Ironic, when nothing is, and what the provider then carries.  NodeTraits is faked here
+(its own tests are tests/unit/sync/test_capability_traits.py); the agent's side of
+derived traits is in tests/unit/agent/test_controller.py and test_rules.py."""
 
 import dataclasses
 import logging
 import threading
+import uuid
 
 import pytest
 
-from rp_reporter import agent as rp_agent
-from rp_reporter import conf as rp_conf
 from rp_reporter import errors
+from rp_reporter import model
 from rp_reporter.sync import node as node_sync
-from rp_reporter.sync import provider
+
+NODE = {"uuid": "1be26c0b-03f2-4d2e-ae87-c02d7f33c123", "resource_class": "gold",
+        "provision_state": "available", "power_state": "power off", "maintenance": False,
+        "instance_uuid": str(uuid.uuid4()), "traits": ["CUSTOM_A", "CUSTOM_RPR_MANAGED"]}
 
 UUIDS = [f"1be26c0b-03f2-4d2e-ae87-c02d7f33c12{i}" for i in range(4)]
 
@@ -74,6 +79,23 @@ def desired_from(nodes, records, dry_run=False):
 
 def desired_by_uuid(nodes, records, dry_run=False):
     return {d.uuid: d for d in desired_from(nodes, records, dry_run)[0]}
+
+
+def test_skip_reserve_in_use_reaches_the_model():
+    node = model.node_from_api(NODE)
+    assert node_sync.NodeSync(None, None).desired(node).reserved == 1
+    assert node_sync.NodeSync(None, None, skip_reserve_in_use=True).desired(node).reserved == 0
+
+
+def test_refused_node_traits_are_logged_once(caplog):
+    nodes = node_sync.NodeSync(None, None)
+    node = model.node_from_api(NODE)
+    with caplog.at_level(logging.WARNING, logger=node_sync.__name__):
+        for _ in range(3):
+            desired = nodes.desired(node)
+    assert desired.traits == {"CUSTOM_A"}
+    assert [r.getMessage() for r in caplog.records if "CUSTOM_RPR_MANAGED" in r.getMessage()] \
+        == [f"node {NODE['uuid']}: {desired.refusal}"]
 
 
 def test_without_rules_nothing_is_planned_and_no_field_is_added():
@@ -138,63 +160,6 @@ def test_odd_properties_cost_that_node_only_and_are_logged_once(caplog):
     assert len([r for r in caplog.records if "odd properties" in r.getMessage()]) == 1
 
 
-class FakeIronic:
-    def __init__(self, records):
-        self.records = {r["uuid"]: r for r in records}
-        self.reads = []
-
-    def get_node(self, uuid, extra_fields=()):
-        self.reads.append(tuple(extra_fields))
-        return dict(self.records[uuid])
-
-    def in_scope(self, record):
-        return True
-
-
-class FakeSyncer:
-    def __init__(self):
-        self.synced = []
-
-    def sync(self, desired, listed_generation=None, dry_run=False):
-        self.synced.append(desired)
-        return provider.Result(desired.uuid, provider.Outcome.UPDATED)
-
-
-@pytest.fixture
-def agent(tmp_path):
-    path = tmp_path / "rp.conf"
-    path.write_text("[ironic]\nauth_type = none\nendpoint_override = http://127.0.0.1:9\n"
-                    "[placement]\nauth_type = none\nendpoint_override = http://127.0.0.1:9\n")
-    agent = rp_agent.Agent(rp_conf.load(["--config-file", str(path)]))
-    agent.node_sync.provider_sync = FakeSyncer()
-    return agent
-
-
-def test_the_fast_path_writes_ironic_then_gives_the_provider_the_traits(agent):
-    agent.node_sync.ironic = FakeIronic([record(UUIDS[0], cap="UEFI", traits=["CUSTOM_HAND"])])
-    agent.node_sync.node_traits = fake = FakeNodeTraits()
-    assert agent.controller.sync_node(UUIDS[0]) is True
-    assert agent.node_sync.ironic.reads == [("properties", "extra")]
-    assert fake.applied == [UUIDS[0]]
-    assert agent.node_sync.provider_sync.synced[0].traits == {"CUSTOM_CAP_UEFI", "CUSTOM_HAND"}
-
-
-def test_the_fast_path_without_rules_reads_only_the_models_fields(agent):
-    agent.node_sync.ironic = FakeIronic([record(UUIDS[0], cap="UEFI")])
-    assert agent.controller.sync_node(UUIDS[0]) is True
-    assert agent.node_sync.ironic.reads == [()]
-    assert agent.node_sync.provider_sync.synced[0].traits == frozenset()
-
-
-def test_the_fast_path_retries_when_ironic_is_down_for_the_write(agent):
-    agent.node_sync.ironic = FakeIronic([record(UUIDS[0], cap="UEFI", traits=["CUSTOM_HAND"])])
-    agent.node_sync.node_traits = FakeNodeTraits(fail={UUIDS[0]})
-    # An outage: the queue retries with backoff.
-    assert agent.controller.sync_node(UUIDS[0]) is False
-    # Placement still gets the node as Ironic holds it, never a trait Ironic lacks.
-    assert [d.traits for d in agent.node_sync.provider_sync.synced] == [{"CUSTOM_HAND"}]
-
-
 def test_a_write_ironic_refuses_for_one_node_is_said_once_for_that_node(caplog):
     nodes = node_sync.NodeSync(None, None)
     nodes.node_traits = FakeNodeTraits(fail={UUIDS[0]}, kind=errors.FAILED)
@@ -206,64 +171,6 @@ def test_a_write_ironic_refuses_for_one_node_is_said_once_for_that_node(caplog):
     assert [r.getMessage() for r in caplog.records] == [
         f"node {UUIDS[0]}: derived traits not written to Ironic: [ironic] Ironic: failed"]
     assert nodes.trait_writes.down_since is None
-
-
-def test_a_refused_trait_write_is_said_once_and_placement_still_follows(agent, caplog):
-    agent.health.ready.set()
-    agent.node_sync.ironic = FakeIronic([record(u, cap="UEFI") for u in UUIDS])
-    agent.node_sync.node_traits = FakeNodeTraits(fail={"*"}, kind=errors.DENIED)
-    with caplog.at_level(logging.ERROR):
-        assert all(agent.controller.sync_node(u) is True for u in UUIDS)  # no retry fixes a refusal
-    assert len(agent.node_sync.provider_sync.synced) == len(UUIDS)
-    lines = [r.getMessage() for r in caplog.records]
-    assert len(lines) == 1 and "system-scoped member" in lines[0], lines
-    ok, reason = agent.healthy()
-    assert not ok and reason.startswith("Ironic derived-trait writes: ")
-    # A pass while refused tries one node, not all of them.
-    nodes = agent.node_sync
-    nodes.node_traits.attempts.clear()
-    _, failures = desired_from(nodes, [record(u, cap="UEFI") for u in UUIDS])
-    assert len(nodes.node_traits.attempts) == 1 and failures == {}
-    # Granted: the next write succeeds, the line says so, every node is written again.
-    nodes.node_traits.fail.clear()
-    desired_by_uuid(nodes, [record(u, cap="UEFI") for u in UUIDS])
-    desired = desired_by_uuid(nodes, [record(u, cap="UEFI") for u in UUIDS])
-    assert agent.healthy() == (True, "ok")
-    assert all(d.traits == {"CUSTOM_CAP_UEFI"} for d in desired.values())
-
-
-def test_a_bad_rule_file_on_reload_keeps_the_rules_in_force(agent, tmp_path, caplog,
-                                                           monkeypatch):
-    from rp_reporter import traits
-    good = tmp_path / "rules.yaml"
-    agent.node_sync.node_traits = kept = FakeNodeTraits()
-    agent.conf.set_override("rules_file", str(good), group="traits")
-
-    def refuse(path):
-        raise traits.RulesError(str(path), "line 1", "not a mapping")
-    monkeypatch.setattr(traits, "load_rules", refuse)
-    with caplog.at_level(logging.ERROR, logger="rp_reporter.agent"):
-        assert agent.reload_rules() is False
-    assert agent.node_sync.node_traits is kept
-    assert [r.getMessage() for r in caplog.records] == [
-        f"trait rules not reloaded, the rules in force are kept: [traits] rules_file: "
-        f"{good}: line 1: not a mapping"]
-
-
-def test_rules_reload_and_bad_rules_at_start(agent, tmp_path):
-    path = tmp_path / "rules.yaml"
-    path.write_text("capabilities: [boot_mode]\n")
-    agent.conf.set_override("rules_file", str(path), group="traits")
-    assert agent.reload_rules() is True
-    assert agent.node_sync.node_traits.rules.capabilities[0].key == "boot_mode"
-    assert agent.resync_now.is_set()  # a resync puts every node in step with the new rules
-    path.write_text("capabilities: {boot_mode: {colour: red}}\n")
-    with pytest.raises(ValueError) as e:
-        rp_agent.load_rules(agent.conf)
-    assert str(e.value).startswith(f"[traits] rules_file: {path}: capabilities.boot_mode: ")
-    assert "\n" not in str(e.value)
-    agent.conf.clear_override("rules_file", group="traits")
-    assert rp_agent.load_rules(agent.conf) is None
 
 
 def test_a_node_the_queue_has_is_left_to_the_queues_fresher_read():

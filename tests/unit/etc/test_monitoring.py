@@ -8,6 +8,7 @@ promtool and sets RP_MONITORING=1, which turns a missing tool into a failure.
 
 import json
 import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -18,7 +19,7 @@ import yaml
 
 from rp_reporter import metrics as rp_metrics
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = str(pathlib.Path(__file__).resolve().parents[3])
 RULES = os.path.join(ROOT, "etc", "prometheus", "rp_reporter.rules.yml")
 RULE_TESTS = os.path.join(ROOT, "etc", "prometheus", "tests", "rp_reporter.test.yml")
 DASHBOARD = os.path.join(ROOT, "etc", "grafana", "rp_reporter.json")
