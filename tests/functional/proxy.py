@@ -4,6 +4,7 @@ or fail some requests for a while.  Every request that reaches it is recorded wi
 time it arrived, so a test can measure when a client wrote."""
 
 import http.server
+import sys
 import threading
 import time
 
@@ -11,6 +12,15 @@ import requests
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length",
               "content-encoding"}
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        """A client that went away (a service killed by a test) is no error of ours."""
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
 
 
 class Proxy:
@@ -60,8 +70,7 @@ class Proxy:
 
             do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = _relay
 
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), Handler)
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
 
     @property
