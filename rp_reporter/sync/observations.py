@@ -16,6 +16,7 @@ malformed in it raises ValueError: the caller then reads every provider
 afresh, which costs time, never a wrong write.
 """
 
+import collections.abc
 import sys
 import uuid as uuidlib
 
@@ -67,21 +68,39 @@ def _traits(value):
     return frozenset(value)
 
 
-def load(document):
-    """A document -> ({uuid: Observed}, pass number); ValueError if anything is off."""
+# A document's members other than its entries: small, read whole.
+PARTS = ("format", "pass", "inventories", "traits")
+
+
+def load(document, share=None):
+    """A document -> ({uuid: Observed}, pass number); ValueError if anything is off.
+
+    Its ``entries`` may be an object or its (uuid, row) pairs as a reader streams
+    them (``state.StateFile.reading``).  ``share``: an object whose ``inventories``
+    and ``traits`` give the one object kept for each distinct value (the cache's),
+    asked once per value of the document, not once per entry."""
     try:
         if document.get("format") != FORMAT:
             raise ValueError(f"not in format {FORMAT}")
         inventories = [_inventories(v) for v in document["inventories"]]
         traits = [_traits(v) for v in document["traits"]]
+        if share is not None:
+            inventories = [share.inventories(v) for v in inventories]
+            traits = [share.traits(v) for v in traits]
         pass_number = document["pass"]
         if not isinstance(pass_number, int) or pass_number < 0:
             raise ValueError("pass is not a count")
+        rows = document["entries"]
+        if isinstance(rows, dict):
+            rows = rows.items()
+        elif not isinstance(rows, collections.abc.Iterator):  # a reader's pairs
+            raise ValueError("entries is not an object")
         entries = {}
-        for uuid, (generation, i, t) in document["entries"].items():
+        for uuid, (generation, i, t) in rows:
             if str(uuidlib.UUID(uuid)) != uuid:
                 raise ValueError(f"{uuid[:64]!r} is not a canonical uuid")
-            if not isinstance(generation, int) or generation < 0 or i < 0 or t < 0:
+            if (not isinstance(generation, int) or generation < 0 or not isinstance(i, int)
+                    or not isinstance(t, int) or i < 0 or t < 0):
                 raise ValueError(f"entry {uuid} is malformed")
             uuid = sys.intern(uuid)  # the same string as the node's (model._uuid)
             entries[uuid] = Observed(uuid, generation, inventories[i], traits[t])

@@ -78,15 +78,20 @@ class _Interned:
                 return self._values.get(key, value)
             return self._values.setdefault(key, value)
 
-    def observed(self, observed):
+    def inventories(self, inventories):
         try:
             key = tuple(sorted((rc, tuple(sorted(inv.items())))
-                               for rc, inv in observed.inventories.items()))
+                               for rc, inv in inventories.items()))
         except TypeError:  # a field this version does not know, and not hashable
-            return observed
-        inventories = self._one(("inventories", key), observed.inventories)
-        traits = self._one(("traits", observed.traits), observed.traits)
-        return dataclasses.replace(observed, inventories=inventories, traits=traits)
+            return inventories
+        return self._one(("inventories", key), inventories)
+
+    def traits(self, traits):
+        return self._one(("traits", traits), traits)
+
+    def observed(self, observed):
+        return dataclasses.replace(observed, inventories=self.inventories(observed.inventories),
+                                   traits=self.traits(observed.traits))
 
 
 def unchanged(desired):
@@ -162,13 +167,15 @@ class ProviderSync:
     def restore(self, document):
         """Take a saved cache; a malformed one is ignored (every provider is read)."""
         try:
-            entries, self.pass_number = observations.load(document)
+            # The document's few inventories and trait sets interned once each: its
+            # entries then refer to the cache's objects and go in as they are.
+            entries, self.pass_number = observations.load(document, share=self._interned)
         except ValueError as e:
             LOG.warning("saved observations ignored, reading providers afresh: %s", e)
             return
         with self._lock:
             for uuid, observed in entries.items():
-                self._cache.setdefault(uuid, self._interned.observed(observed))
+                self._cache.setdefault(uuid, observed)
         if entries:
             LOG.info("%d saved observations restored", len(entries))
 

@@ -24,6 +24,7 @@ import time
 from rp_reporter import errors
 from rp_reporter import state as rp_state
 from rp_reporter.sync import absence
+from rp_reporter.sync import observations
 from rp_reporter.sync import provider
 from rp_reporter.sync.provider import NOT_LISTED
 from rp_reporter.sync.provider import Outcome
@@ -274,10 +275,11 @@ class Reconciler:
                  "work queue", created, total)
 
     def restore_observations(self):
-        """Start from the observations an earlier process saved (if any)."""
-        document = self.state.load("observations")
-        if document is not None:
-            self.provider_sync.restore(document)
+        """Start from the observations an earlier process saved (if any), their entries
+        read from the file as they are taken."""
+        with self.state.reading("observations", observations.PARTS, "entries") as document:
+            if document is not None:
+                self.provider_sync.restore(document)
 
     def save_observations(self):
         """Keep what this process observed for the next one (a state file only)."""

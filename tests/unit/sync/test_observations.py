@@ -5,6 +5,7 @@ import uuid
 import pytest
 
 from rp_reporter import model
+from rp_reporter import state as rp_state
 from rp_reporter.sync import observations
 from rp_reporter.sync import provider
 from rp_reporter.sync.plan import Observed
@@ -165,3 +166,50 @@ def test_a_cached_provider_the_listing_no_longer_shows_is_read_again():
     assert placement.reads == 1
     assert [op.kind for op in result.ops] == ["traits"]
     assert model.MANAGED_TRAIT in result.ops[0].traits
+
+
+def saved_file(tmp_path, saved, identity=None):
+    state = rp_state.StateFile(str(tmp_path / "rp_reporter-a.json"), identity or {"ironic": "a"})
+    state.save("observations", observations.dump(saved, pass_number=4))
+    return state
+
+
+def test_a_saved_file_read_as_a_stream_restores_every_entry_with_shared_values(tmp_path):
+    """The entries are taken from the file as they are read (never the document whole),
+    and each distinct inventory and trait set is one object in the cache."""
+    saved = entries(200)
+    with saved_file(tmp_path, saved).reading("observations", observations.PARTS,
+                                            "entries") as document:
+        assert not isinstance(document["entries"], dict)  # pairs, not an object
+        syncer = provider.ProviderSync(ReadingPlacement({}))
+        syncer.restore(document)
+    snapshot = syncer.snapshot()
+    assert observations.load(snapshot)[0] == saved and snapshot["pass"] == 4
+    restored = list(syncer._cache.values())
+    assert len({id(o.inventories) for o in restored}) == 1
+    assert len({id(o.traits) for o in restored}) == 1
+    assert isinstance(restored[0].inventories["CUSTOM_GOLD"]["allocation_ratio"], float)
+
+
+@pytest.mark.parametrize("damage", [
+    lambda text: text[: len(text) // 2],  # cut off in the entries
+    lambda text: text.replace('"entries": {', '"entries": {"x": [1, 0, 0], '),
+    lambda text: "not json",
+])
+def test_a_corrupt_saved_file_read_as_a_stream_is_ignored_whole(tmp_path, damage):
+    state = saved_file(tmp_path, entries(200))
+    path = tmp_path / "rp_reporter-a.observations.json"
+    path.write_text(damage(path.read_text()))
+    syncer = provider.ProviderSync(ReadingPlacement({}))
+    with state.reading("observations", observations.PARTS, "entries") as document:
+        if document is not None:
+            syncer.restore(document)
+    assert syncer.snapshot()["entries"] == {}
+
+
+def test_a_saved_file_of_another_deployment_or_none_reads_as_none(tmp_path):
+    saved_file(tmp_path, entries(3), identity={"ironic": "b"})
+    for state in (rp_state.StateFile(str(tmp_path / "rp_reporter-a.json"), {"ironic": "a"}),
+                  rp_state.StateFile(str(tmp_path / "rp_reporter-z.json"), {"ironic": "a"})):
+        with state.reading("observations", observations.PARTS, "entries") as document:
+            assert document is None
