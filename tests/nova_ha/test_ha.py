@@ -444,6 +444,12 @@ def replacement_host(cloud, made, servers):
             server = cloud.nova.boot(f"ha-{host}-last", made.flavor, host=host, node=node)
             assert cloud.nova.wait_built(server)["status"] == "ACTIVE"
             servers[server] = node
+    while len(servers) < 3:  # one rebooted, one deleted, one whose node Ironic fails
+        node = sorted(cloud.offered(made))[0]  # the ring may leave a service no free node
+        server = cloud.nova.boot(f"ha-extra-{len(servers)}", made.flavor,
+                                 host=cloud.home(node), node=node)
+        assert cloud.nova.wait_built(server)["status"] == "ACTIVE"
+        servers[server] = node
     # In flight as they die: a reboot and a delete asked of two servers just before.
     rebooted, deleted = list(servers)[:2]
     cloud.nova.reboot(rebooted)
