@@ -42,6 +42,7 @@ def rp_reporter(conf, *args):
 
 
 def main():
+    localstack.exit_on_sigterm()  # a demo stopped by SIGTERM stops its stack too
     workdir = tempfile.mkdtemp(prefix="rp-demo-")
     stack = localstack.LocalStack(workdir)
     agents = []

@@ -28,6 +28,7 @@ def available(node):
 
 
 def main():
+    localstack.exit_on_sigterm()  # a demo stopped by SIGTERM stops its stack too
     workdir = tempfile.mkdtemp(prefix="rp-demo-nova-")
     stack = localstack.LocalStack(workdir, **localstack.PROFILES["nova-cloud"])
     agents = []
