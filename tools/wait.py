@@ -2,6 +2,7 @@
 
     from tools.wait import wait_for
     wait_for(lambda: placement.provider(node), 30, "the node's provider")
+    server = wait_until(lambda: nova.server(sid), built, 180, "server built")
 """
 
 import time
@@ -27,3 +28,20 @@ def wait_for(check, timeout, what, interval=0.05, ignore=()):
             pass
         time.sleep(interval)
     raise NotSeen(f"not seen within {timeout} s: {what}")
+
+
+def wait_until(read, done, timeout, what, interval=0.05, ignore=()):
+    """The first value of ``read()`` that ``done`` accepts (``wait_for`` on it, for the
+    waits that want what they saw).  NotSeen names ``what`` and the last value read."""
+    seen = []
+
+    def check():
+        seen[:] = [read()]
+        return done(seen[0])
+
+    try:
+        wait_for(check, timeout, what, interval, ignore)
+    except NotSeen as gone:
+        last = seen[0] if seen else "nothing read"
+        raise NotSeen(f"{gone}; last seen: {last}") from None
+    return seen[0]

@@ -33,6 +33,8 @@ from rp_reporter import wiring
 from tools import clients
 from tools import localstack
 from tools.bench import common
+from tools.wait import NotSeen
+from tools.wait import wait_for
 
 SHARD = "bench"
 COLUMNS = ("variant", "agents", "phase", "ironic_cpu_s", "placement_cpu_s", "broker_cpu_s",
@@ -48,7 +50,7 @@ class Agents:
     """``count`` agent processes on one Redis ring, each with its metrics port."""
 
     def __init__(self, stack, workdir, count, interval, overrides):
-        self.procs, self.ports = [], []
+        self.procs, self.ports, self.interval = [], [], interval
         for i in range(count):
             port = localstack.free_port()
             state = os.path.join(workdir, f"state-{i}")  # kept from one count to the next
@@ -107,8 +109,10 @@ class Agents:
     def wait_passes(self, count):
         """Until every agent has finished ``count`` more passes."""
         first = self.passes()
-        while any(now < then + count for now, then in zip(self.passes(), first, strict=True)):
-            time.sleep(0.5)
+        wait_for(lambda: all(now >= then + count for now, then
+                             in zip(self.passes(), first, strict=True)),
+                 (count + 2) * self.interval * 4, f"{count} more passes of every agent",
+                 interval=0.5)
 
     def bus_faults(self):
         """Casts the broker refused and messages dropped as invalid, over every agent."""
@@ -146,13 +150,19 @@ def repaired_within(stack, nodes, interval):
     for node in chosen:
         placement.add_trait(node, trait)
         added[node] = time.monotonic()
-    took, deadline = {}, time.monotonic() + 3 * interval
-    while len(took) < len(chosen) and time.monotonic() < deadline:
+    took = {}
+
+    def all_repaired():
         for node in set(chosen) - set(took):
             if trait not in placement.provider_trait_names(node):
                 took[node] = time.monotonic() - added[node]
-        time.sleep(0.2)
-    return round(max(took.values()), 2) if len(took) == len(chosen) else None
+        return len(took) == len(chosen)
+
+    try:
+        wait_for(all_repaired, 3 * interval, "every stray trait repaired", interval=0.2)
+    except NotSeen:
+        return None
+    return round(max(took.values()), 2)
 
 
 def window(stack, agents, intervals, made=()):
@@ -205,11 +215,7 @@ def measure(stack, ironic, nodes, workdir, args, name, sections, count):
     rows = []
     agents = Agents(stack, workdir, count, args.interval, sections)
     try:
-        deadline = time.monotonic() + args.settle_timeout
-        while not agents.settled():
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{count} agents not settled in {args.settle_timeout} s")
-            time.sleep(2)
+        wait_for(agents.settled, args.settle_timeout, f"{count} agents settled", interval=2)
         # Into the cadence: every agent one more pass after its first (a new agent's
         # first pass reads what it has no observation of).
         agents.wait_passes(1)

@@ -31,6 +31,8 @@ from rp_reporter import wiring
 from tools import clients
 from tools import localstack
 from tools.bench import common
+from tools.wait import NotSeen
+from tools.wait import wait_for
 
 AFTER_KILL = 60  # seconds: a change made this soon after a kill is counted apart
 GAUGES = ("rp_reporter_queue_depth", "rp_reporter_last_reconcile_seconds",
@@ -80,14 +82,19 @@ class Agent:
 def wait_idle(agents, timeout):
     """Until every agent has finished a resync, none runs one, and every work queue is
     empty, on two looks in a row (or the timeout)."""
-    deadline, quiet = time.monotonic() + timeout, 0
-    while time.monotonic() < deadline and quiet < 2:
-        time.sleep(5)
+    looks = []
+
+    def idle_twice():
         seen = [a.counters() for a in agents]
-        idle = all(c.get("rp_reporter_last_reconcile_seconds")
-                   and not c.get("rp_reporter_reconcile_running")
-                   and c.get("rp_reporter_queue_depth") == 0 for c in seen)
-        quiet = quiet + 1 if idle else 0
+        looks.append(all(c.get("rp_reporter_last_reconcile_seconds")
+                         and not c.get("rp_reporter_reconcile_running")
+                         and c.get("rp_reporter_queue_depth") == 0 for c in seen))
+        return looks[-2:] == [True, True]
+
+    try:
+        wait_for(idle_twice, timeout, "every agent idle", interval=5)
+    except NotSeen as not_idle:  # the soak's figures still say what the agents did
+        print(not_idle, flush=True)
 
 
 def main(argv=None):
@@ -134,18 +141,20 @@ def main(argv=None):
             """Time one change until Placement shows it; a later change to the same
             node supersedes it (what it set may never show), so the sample is dropped."""
             started = time.monotonic()
-            while time.monotonic() - started < 120:
-                if latest[node] != change:
-                    superseded["samples"] += 1
-                    return
-                try:
-                    if check(node):  # one Placement read: watchers must not starve the agents
-                        lags.append((started, time.monotonic() - started))
-                        return
-                except Exception:  # noqa: S110 - a read racing a write: look again
-                    pass
-                time.sleep(0.5)
-            lags.append((started, float("inf")))
+
+            def shown_or_superseded():  # one Placement read: watchers must not starve the agents
+                return latest[node] != change or check(node)
+
+            try:  # an exception is a read racing a write: look again
+                seen = wait_for(shown_or_superseded, 120, f"{node}'s change in Placement",
+                                interval=0.5, ignore=Exception)
+            except NotSeen:
+                lags.append((started, float("inf")))
+                return
+            if latest[node] != change:
+                superseded["samples"] += 1
+            else:
+                lags.append((started, seen - started))
 
         # Changes go out from a small pool, since one thread making one Ironic call
         # after another falls behind --rate; a node has at most one change in flight,

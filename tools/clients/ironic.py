@@ -3,10 +3,11 @@ changed and deleted."""
 
 import concurrent.futures
 import threading
-import time
 import uuid
 
 from tools.clients import common
+from tools.wait import wait_for
+from tools.wait import wait_until
 
 IRONIC_VERSION = {"X-OpenStack-Ironic-API-Version": "1.95"}
 # A connection per request: Ironic's API server closes a kept-alive connection after
@@ -44,13 +45,11 @@ class Ironic:
         return None if found is None or "error_message" in found else found
 
     def wait_state(self, node, state, timeout=30):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            n = self.get(node)
-            if n["provision_state"] == state and not n["target_provision_state"]:
-                return n
-            time.sleep(0.05)
-        raise AssertionError(f"{node} stuck in {n['provision_state']}: {n['last_error']}")
+        """The node once it rests in provision state ``state``."""
+        def reached(found):
+            return found["provision_state"] == state and not found["target_provision_state"]
+        return wait_until(lambda: self.get(node), reached, timeout,
+                          f"node {node} in {state}")
 
     def provision(self, node, target, state):
         def landed():  # reached, or on its way
@@ -99,9 +98,8 @@ class Ironic:
             return found["power_state"] == target or bool(found["target_power_state"])
         self._call("PUT", f"/v1/nodes/{node}/states/power", json={"target": target},
                    landed=landed)
-        deadline = time.monotonic() + 10
-        while self.get(node)["power_state"] != target and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_for(lambda: self.get(node)["power_state"] == target, 10,
+                 f"node {node} {target}")
 
     def patch(self, node, **fields):
         ops = [{"op": "add" if v is not None else "remove", "path": f"/{k}",

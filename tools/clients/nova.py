@@ -2,9 +2,11 @@
 instance actions), for the nova-cloud tests and the nova demo."""
 
 import datetime
-import time
 
 from tools.clients import common
+from tools.wait import NotSeen
+from tools.wait import wait_for
+from tools.wait import wait_until
 
 MICROVERSION = {"OpenStack-API-Version": "compute 2.95"}
 # A bare-metal flavor: one unit of the node's class and none of the virtual resources
@@ -52,13 +54,16 @@ class Nova:
         """A hard reboot of the server completes (ACTIVE, no task) within ``timeout``:
         its compute service answers for it."""
         self.reboot(server)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = self.server(server)
-            if found["status"] == "ACTIVE" and not found["OS-EXT-STS:task_state"]:
-                return True
-            time.sleep(1)
-        return False
+        try:
+            wait_for(lambda: self._settled(self.server(server)), timeout,
+                     f"server {server} rebooted", interval=1)
+        except NotSeen:
+            return False
+        return True
+
+    @staticmethod
+    def _settled(found):
+        return found["status"] == "ACTIVE" and not found["OS-EXT-STS:task_state"]
 
     def server(self, server):
         """The server, or None once it is gone."""
@@ -70,24 +75,16 @@ class Nova:
 
     def wait_built(self, server, timeout=180):
         """The server once it is ACTIVE or ERROR (AssertionError after ``timeout``)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = self.server(server)
-            if found["status"] in ("ACTIVE", "ERROR"):
-                return found
-            time.sleep(0.5)
-        raise AssertionError(f"server {server} still {found['status']} after {timeout} s")
+        return wait_until(lambda: self.server(server),
+                          lambda found: found["status"] in ("ACTIVE", "ERROR"), timeout,
+                          f"server {server} ACTIVE or ERROR", interval=0.5)
 
     def delete(self, server):
         self._call("DELETE", f"/servers/{server}", expect=(204, 404))
 
     def wait_gone(self, server, timeout=120):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.server(server) is None:
-                return
-            time.sleep(0.5)
-        raise AssertionError(f"server {server} not gone after {timeout} s")
+        wait_for(lambda: self.server(server) is None, timeout, f"server {server} gone",
+                 interval=0.5)
 
     def delete_all(self, flavor):
         """Delete every server of this flavor (any project) and wait until they are gone."""

@@ -12,6 +12,7 @@ from rp_reporter import ring as rp_ring
 from rp_reporter.agent import listing_bus
 from rp_reporter.sync import listing_messages as lm
 from rp_reporter.sync import shared_listing
+from tools.wait import wait_for
 
 MEMBERS = ("agent-0", "agent-1", "agent-2")
 KEY = "group-secret"
@@ -78,10 +79,9 @@ def one_listing(tmp_path, nodes=30, **reconcile):
     for uuid in uuids:
         tee.add({"uuid": uuid, "traits": []})
     tee.finish({u: (u, 1) for u in uuids}, None)
-    deadline = time.monotonic() + 5
-    while lister.sender._queue.unfinished_tasks and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.05)
+    wait_for(lister.sender._queue.empty, 5, "every cast taken to be sent",
+             interval=0.01)
+    time.sleep(0.1)  # the last cast taken, sent
     return lister._bus.cast_to, uuids
 
 

@@ -2,13 +2,11 @@ import threading
 import time
 
 from rp_reporter.sync.queue import WorkQueue
+from tools.wait import wait_for
 
 
 def wait_idle(queue, timeout=5):
-    deadline = time.monotonic() + timeout
-    while not queue.idle():
-        assert time.monotonic() < deadline, "queue did not drain"
-        time.sleep(0.01)
+    wait_for(queue.idle, timeout, "the queue drained", interval=0.01)
 
 
 def test_a_key_queued_many_times_while_waiting_syncs_once():
@@ -129,10 +127,7 @@ def test_done_callback_reports_each_outcome():
     q.add("good")  # coalesced
     q.add("bad")
     q.start(lambda key: key != "bad", on_done=lambda key, ok: seen.append((key, ok)))
-    deadline = time.monotonic() + 5
-    while len(seen) < 2:
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    wait_for(lambda: len(seen) == 2, 5, "both outcomes", interval=0.01)
     q.stop()
     assert seen == [("good", True), ("bad", False)]
     assert q.depth() == 1  # the failure waits for its retry
@@ -229,10 +224,7 @@ def test_a_worker_that_dies_is_started_again_and_its_key_synced():
 
     q = WorkQueue(workers=1, backoff_max=0.05).start(sync)
     q.add("a")
-    deadline = time.monotonic() + 5
-    while q._threads[0].is_alive():
-        assert time.monotonic() < deadline, "the worker did not end"
-        time.sleep(0.01)
+    wait_for(lambda: not q._threads[0].is_alive(), 5, "the worker's end", interval=0.01)
     assert q.has("a")  # released for a retry, not lost
     revived = q.revive()
     assert revived == [("sync-0", "SystemExit: thread killed")]

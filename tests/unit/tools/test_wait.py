@@ -6,6 +6,7 @@ import pytest
 
 from tools.wait import NotSeen
 from tools.wait import wait_for
+from tools.wait import wait_until
 
 
 def test_the_time_the_check_first_held_is_returned():
@@ -38,3 +39,15 @@ def test_any_other_exception_is_raised():
         wait_for(check, 5, "a service", interval=0.01)
     with pytest.raises(NotSeen):
         wait_for(check, 0.05, "a service", interval=0.01, ignore=ConnectionError)
+
+
+def test_wait_until_returns_the_first_value_accepted():
+    reads = iter([{"status": "BUILD"}, {"status": "BUILD"}, {"status": "ACTIVE"}])
+    found = wait_until(lambda: next(reads), lambda s: s["status"] == "ACTIVE", 5,
+                       "the server built", interval=0.01)
+    assert found == {"status": "ACTIVE"}
+
+
+def test_wait_until_names_the_last_value_it_read():
+    with pytest.raises(NotSeen, match=r"^not seen within 0.05 s: built; last seen: BUILD$"):
+        wait_until(lambda: "BUILD", lambda s: s == "ACTIVE", 0.05, "built", interval=0.01)
