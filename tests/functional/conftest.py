@@ -19,7 +19,7 @@ _shards = itertools.count()
 
 def running_stack(tmp_path_factory, **shape):
     """The stack of this shape (localstack.LocalStack's knobs), started for the session;
-    tests/functional_keystone's ``stack`` is this with the production preset."""
+    tests/keystone's ``stack`` is this with the production preset."""
     s = localstack.LocalStack(str(tmp_path_factory.mktemp("stack")), **shape)
     try:
         s.start()

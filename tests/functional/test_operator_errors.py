@@ -1,7 +1,7 @@
 """What an operator sees when something is wrong: the preflight, the deletion guard
 across runs of the one-shot CLI, the saved observations (and a wrong one repaired),
 and errors that name their section.  Real services;
-the Keystone-specific cases (wrong password, scoped users) are in tests/functional_keystone."""
+the Keystone-specific cases (wrong password, scoped users) are in tests/keystone."""
 
 import json
 import time

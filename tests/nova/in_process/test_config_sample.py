@@ -4,7 +4,8 @@ import os
 
 from oslo_config import generator
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))
 ETC = os.path.join(ROOT, "etc", "rp_reporter")
 
 

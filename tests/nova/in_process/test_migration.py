@@ -20,7 +20,7 @@ from nova.scheduler.client import report
 from nova.virt.ironic import driver as nova_driver
 
 from rp_reporter import model
-from tests.nova.test_driver import AlwaysUp
+from tests.nova.in_process.test_driver import AlwaysUp
 
 CONF = nova.conf.CONF
 HOST = "compute-a"

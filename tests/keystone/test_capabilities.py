@@ -5,7 +5,7 @@ import pytest
 
 from rp_reporter.traits import RECORD_KEY
 from tests.functional.conftest import run_json
-from tests.functional_keystone.test_safety import one_line
+from tests.keystone.test_safety import one_line
 
 pytestmark = pytest.mark.functional
 

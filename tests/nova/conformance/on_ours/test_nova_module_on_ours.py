@@ -3,8 +3,8 @@
 nova's tests build ``ironic_driver.IronicDriver(...)`` and patch
 ``ironic_driver.IronicDriver`` in decorators evaluated at import, so the name is
 rebound to the subclass before nova's module is imported (in its own stestr
-run: ``python -m tests.nova.nova_module``).  The test ids stay nova's.  Not for
-pytest (tests/nova/conftest.py ignores this directory).
+run: ``python -m tests.nova.conformance.check``).  The test ids stay nova's.  Not for
+pytest (tests/nova/conformance/conftest.py ignores this directory).
 """
 
 from nova.virt.ironic import driver as ironic_driver

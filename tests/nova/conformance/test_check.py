@@ -1,6 +1,6 @@
-"""The conformance check's rules (tests/nova/nova_module.py), on made-up results."""
+"""The conformance check's rules (tests/nova/conformance/check.py), on made-up results."""
 
-from tests.nova import nova_module
+from tests.nova.conformance import check as nova_module
 
 A, B, C = (f"{nova_module.MODULE}.IronicDriverTestCase.test_{n}" for n in "abc")
 

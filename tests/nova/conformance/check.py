@@ -1,17 +1,17 @@
-"""nova's own Ironic driver test module as the conformance suite of nova_compute.py.
+"""nova's own Ironic driver test module as the conformance suite of rp_reporter.nova_compute.
 
-    python -m tests.nova.nova_module                     # (tox -e nova runs it)
-    python -m tests.nova.nova_module --record-baseline   # after a nova upgrade
+    python -m tests.nova.conformance.check                     # (tox -e nova runs it)
+    python -m tests.nova.conformance.check --record-baseline   # after a nova upgrade
 
 Runs ``nova/tests/unit/virt/ironic/test_driver.py`` as shipped in the installed
 nova, with nova's runner (stestr), on ``rp_reporter.nova_compute.IronicDriver``
-(tests/nova/conformance), and compares it with the same module on nova's own
+(tests/nova/conformance/on_ours), and compares it with the same module on nova's own
 ``IronicDriver``.  Fails when a test that passes on nova's class fails on ours and
-is not listed in tests/nova/deliberate_differences.txt, or when a listed one
+is not listed in tests/nova/conformance/deliberate_differences.txt, or when a listed one
 passes on ours (the list would be stale) or does not pass on nova's.
 
 nova's own run is the same for every run of one nova release (its class does not
-change), so it is recorded in tests/nova/nova_baseline.json with the release it
+change), so it is recorded in tests/nova/conformance/nova_baseline.json with the release it
 was made on; it is run again, and compared in full, whenever the installed nova
 is another release (or with ``--record-baseline``, which also rewrites the file).
 """
@@ -32,7 +32,7 @@ import subunit
 import testtools
 
 HERE = pathlib.Path(__file__).resolve().parent
-REPO = HERE.parent.parent
+REPO = HERE.parent.parent.parent
 DIFFERENCES = HERE / "deliberate_differences.txt"
 BASELINE = HERE / "nova_baseline.json"
 MODULE = "nova.tests.unit.virt.ironic.test_driver"
@@ -72,7 +72,7 @@ def run(which, concurrency=None):
     if which == "nova":
         test_path, top_dir = SITE / "nova/tests/unit/virt/ironic", SITE
     else:
-        test_path, top_dir = HERE / "conformance", REPO
+        test_path, top_dir = HERE / "on_ours", REPO
     # PYTHONHASHSEED: ddt names some of nova's tests after the order of a set.
     env = dict(os.environ, PYTHONHASHSEED="0", PYTHONPATH=os.pathsep.join(
         [str(REPO)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
