@@ -76,6 +76,11 @@ class Desired:
     traits: frozenset
     problem: str | None = None
     refused_traits: frozenset = frozenset()
+    # Tenancy (rp_reporter.tenancy): the aggregates the provider must be in, and every
+    # aggregate the reporter decides (of those, only ``aggregates`` stay).  None: the
+    # reporter leaves the provider's aggregates alone.
+    aggregates: frozenset | None = None
+    managed_aggregates: frozenset = frozenset()
 
     @property
     def inventories(self):
