@@ -4,7 +4,7 @@ import pytest
 
 from rp_reporter import tenancy
 
-P, O, L = "p" * 32, "o" * 32, "l" * 32
+P, OWNER, L = "p" * 32, "o" * 32, "l" * 32
 AUTO = {"automatic_lessee": True}
 
 
@@ -15,9 +15,9 @@ def node(owner=None, lessee=None, internal=None):
 @pytest.mark.parametrize(("record", "projects"), [
     (node(), set()),
     (node(owner=P), {P}),
-    (node(owner=O, lessee=L), {L}),          # a lease hands the node over
+    (node(owner=OWNER, lessee=L), {L}),          # a lease hands the node over
     (node(lessee=L), {L}),
-    (node(owner=O, lessee=L, internal=AUTO), {O}),  # Ironic's automatic lessee: no claim
+    (node(owner=OWNER, lessee=L, internal=AUTO), {OWNER}),  # Ironic's automatic lessee: no claim
     (node(lessee=L, internal=AUTO), set()),
     (node(owner="", lessee="  "), set()),
     (node(owner=7), set()),                   # not a project id: nobody's claim
@@ -29,16 +29,16 @@ def test_lessee_else_owner(record, projects):
 
 
 def test_owner_or_lessee_is_ironics_own_rule():
-    found = tenancy.claim(node(owner=O, lessee=L), rule=tenancy.OWNER_OR_LESSEE)
-    assert found.projects == {O, L}
-    assert found.why == f"may deploy: owner {O} and lessee {L}"
+    found = tenancy.claim(node(owner=OWNER, lessee=L), rule=tenancy.OWNER_OR_LESSEE)
+    assert found.projects == {OWNER, L}
+    assert found.why == f"may deploy: owner {OWNER} and lessee {L}"
 
 
 def test_a_public_owner_claims_nothing_and_the_line_says_why():
-    found = tenancy.claim(node(owner=O), public_owners={O})
+    found = tenancy.claim(node(owner=OWNER), public_owners={OWNER})
     assert found.public
-    assert found.why == f"public: nobody claims it; owner {O} is public"
-    leased = tenancy.claim(node(owner=O, lessee=L, internal=AUTO), public_owners={O})
+    assert found.why == f"public: nobody claims it; owner {OWNER} is public"
+    leased = tenancy.claim(node(owner=OWNER, lessee=L, internal=AUTO), public_owners={OWNER})
     assert leased.public and "set by Ironic at deploy" in leased.why
 
 
@@ -60,11 +60,11 @@ def test_tenant_aggregates_are_known_by_name_and_metadata():
     assert tenancy.tenant_project({"name": "az1", "metadata": {}}) is None
     # the name of ours, someone else's metadata: not ours to manage
     assert tenancy.tenant_project({"name": tenancy.aggregate_name(P),
-                                   "metadata": {tenancy.TENANT_KEY: O}}) is None
+                                   "metadata": {tenancy.TENANT_KEY: OWNER}}) is None
 
 
 def test_the_provider_keeps_other_writers_aggregates_and_exactly_its_deployers():
-    tenants = {P: "agg-p", O: "agg-o", L: "agg-l"}
+    tenants = {P: "agg-p", OWNER: "agg-o", L: "agg-l"}
     wanted = tenancy.wanted_aggregates({L}, tenants, kept={"az-1"})
     assert wanted == {"agg-l", "az-1"}
     now = {"agg-o", "someone-elses"}
