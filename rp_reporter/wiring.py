@@ -20,7 +20,8 @@ from rp_reporter.sync import reconcile
 
 def check(conf):
     """Raise ValueError, in one line, for configuration that cannot work."""
-    for group in rp_conf.KSA_SERVICE_TYPES:
+    groups = list(rp_conf.KSA_SERVICE_TYPES) + (["nova"] if conf.tenancy.enabled else [])
+    for group in groups:
         section = conf[group]
         if not section.auth_type and not section.endpoint_override:
             raise ValueError(f"[{group}] needs auth_type (e.g. password, admin_token, none) "
