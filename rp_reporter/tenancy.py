@@ -33,7 +33,8 @@ TENANT_KEY = "filter_tenant_id"
 LESSEE_ELSE_OWNER = "lessee_else_owner"  # a lease hands the node over, as a lease does
 OWNER_OR_LESSEE = "owner_or_lessee"      # Ironic's own API rule: both may deploy
 RULES = (LESSEE_ELSE_OWNER, OWNER_OR_LESSEE)
-# What a node record must carry for tenancy (Ironic API 1.50 owner, 1.65 lessee).
+# What a node record must carry for tenancy (Ironic API 1.50 owner, 1.65 lessee;
+# model.automatic_lessee reads driver_internal_info).
 FIELDS = ("owner", "lessee", "driver_internal_info")
 
 
@@ -54,27 +55,21 @@ def _project(value):
     return value if isinstance(value, str) and value.strip() else None
 
 
-def automatic_lessee(record):
-    """Whether Ironic set the node's lessee itself, from the server it deployed."""
-    internal = record.get("driver_internal_info")
-    return isinstance(internal, dict) and internal.get("automatic_lessee") is True
-
-
-def claim(record, rule=LESSEE_ELSE_OWNER, public_owners=frozenset()):
-    """The Claim on an Ironic node record (``owner``, ``lessee``, ``driver_internal_info``).
+def claim(owner, lessee, automatic_lessee=False, rule=LESSEE_ELSE_OWNER,
+          public_owners=frozenset()):
+    """The Claim on a node with this ``owner`` and ``lessee`` (model.Node's fields).
 
     ``rule``: LESSEE_ELSE_OWNER, the lessee where there is one, else the owner;
     OWNER_OR_LESSEE, both.  An owner in ``public_owners`` (the operator's own
-    project, say) claims nothing; an automatic lessee is nobody's claim."""
+    project, say) claims nothing; an ``automatic_lessee`` is nobody's claim."""
     if rule not in RULES:
         raise ValueError(f"tenancy rule {rule!r} is not one of {', '.join(RULES)}")
-    owner = _project(record.get("owner"))
-    lessee = _project(record.get("lessee"))
+    owner, lessee = _project(owner), _project(lessee)
     notes = []
     if owner is not None and owner in public_owners:
         notes.append(f"owner {owner} is public")
         owner = None
-    if lessee is not None and automatic_lessee(record):
+    if lessee is not None and automatic_lessee:
         notes.append(f"lessee {lessee} set by Ironic at deploy")
         lessee = None
     if rule == OWNER_OR_LESSEE:
@@ -119,13 +114,9 @@ def provider_aggregates(current, wanted, managed):
     return (frozenset(current) - frozenset(managed)) | frozenset(wanted)
 
 
-def node_traits(current, claim_):
-    """The node's traits with the public trait on a public node, off a claimed one.
+def derived_traits(claim_):
+    """The Ironic node traits tenancy derives: the public trait on a public node.
 
     (In Placement, ``sync.plan`` orders the writes so no step lets in a project
     that may not deploy.)"""
-    current = frozenset(current)
-    if claim_.public:
-        return current | {PUBLIC_TRAIT}
-    return current - {PUBLIC_TRAIT}
-
+    return frozenset({PUBLIC_TRAIT}) if claim_.public else frozenset()

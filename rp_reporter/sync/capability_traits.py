@@ -18,6 +18,7 @@ those are ever removed.  The order loses nothing to a crash at any point:
    traits recorded: the next run drops them from the record).
 """
 
+from rp_reporter import tenancy as tenancy_names
 from rp_reporter import traits
 from rp_reporter.sync import ironic as ironic_sync
 
@@ -26,23 +27,35 @@ FIELDS = ironic_sync.TRAIT_FIELDS
 
 
 class NodeTraits:
-    """Plan and apply one node's derived traits with these rules."""
+    """Plan and apply one node's derived traits with these rules (None: none) and,
+    with ``tenancy`` (sync.tenant_aggregates.NodeTenancy), the public trait."""
 
-    def __init__(self, ironic, rules):
+    def __init__(self, ironic, rules, tenancy=None):
         self.ironic = ironic
         self.rules = rules
+        self.tenancy = tenancy
 
     def derived(self, record):
-        return traits.derive_traits(self.rules, record.get("properties"))
+        found = (traits.derive_traits(self.rules, record.get("properties"))
+                 if self.rules is not None else frozenset())
+        if self.tenancy is not None:
+            found |= self.tenancy.derived_traits(record)
+        return found
 
     def problems(self, record):
         """What the rules skipped on this node (one line each)."""
+        if self.rules is None:
+            return []
         return traits.derive_problems(self.rules, record.get("properties"))
 
     def plan(self, record):
         """The changes for a node record (uuid, traits, properties, extra): pure."""
         current = frozenset(t for t in (record.get("traits") or ()) if isinstance(t, str))
         recorded = traits.recorded_traits(record.get("extra"))
+        if self.tenancy is not None:
+            # The public trait is tenancy's alone, however it got there: one set by
+            # hand on a claimed node would let every project in.
+            recorded |= {tenancy_names.PUBLIC_TRAIT}
         return traits.trait_changes(current, recorded, self.derived(record))
 
     def apply(self, record, dry_run=False):

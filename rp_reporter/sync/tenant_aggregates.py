@@ -13,12 +13,14 @@ agents making the same one meet on nova's unique names: the second's create is
 refused (409) and it reads the first's.
 """
 
+import dataclasses
 import logging
 import threading
 
 from keystoneauth1 import exceptions as ksa_exc
 
 from rp_reporter import errors
+from rp_reporter import model
 from rp_reporter import tenancy
 
 LOG = logging.getLogger(__name__)
@@ -112,3 +114,53 @@ class TenantAggregates:
             self._request("POST", f"/os-aggregates/{aggregate['id']}/action", (200,),
                           json={"set_metadata": {"metadata": {tenancy.TENANT_KEY: project}}})
         return aggregate["uuid"]
+
+
+class NodeTenancy:
+    """Tenancy for the per-node sync: each node's claim, its derived public trait,
+    and the aggregates its provider must be in (``[tenancy]`` options)."""
+
+    def __init__(self, aggregates, rule=tenancy.LESSEE_ELSE_OWNER, public_owners=(),
+                 kept=()):
+        self.aggregates = aggregates  # TenantAggregates
+        self.rule, self.public_owners = rule, frozenset(public_owners)
+        self.kept = frozenset(kept)
+        # A fleet has few distinct answers: one object each, not one per provider.
+        self._shared = {}
+
+    def claim(self, owner, lessee, automatic_lessee):
+        return tenancy.claim(owner, lessee, automatic_lessee, self.rule, self.public_owners)
+
+    def claim_of(self, record):
+        """The claim on an Ironic node record (the derived traits' input)."""
+        return self.claim(record.get("owner"), record.get("lessee"),
+                          model.automatic_lessee(record))
+
+    def derived_traits(self, record):
+        return tenancy.derived_traits(self.claim_of(record))
+
+    def start_pass(self):
+        """Read nova's tenant aggregates again (another agent's new ones; an operator's
+        change); nova unreachable: the ones known stay, and each node that needs a
+        new one fails until nova is back."""
+        try:
+            self.aggregates.refresh()
+        except errors.ServiceError as e:
+            LOG.warning("tenant aggregates not read again, the known ones kept: %s", e)
+
+    def prepare(self, node):
+        """Make the aggregates this node's projects need (a call to nova only for a
+        project seen for the first time).  Raises errors.ServiceError: nothing of
+        the node is written then, and its sync is retried."""
+        self.aggregates.ensure(self.claim(node.owner, node.lessee, node.automatic_lessee).projects)
+
+    def desired(self, desired, node):
+        """``desired`` with the aggregates its provider must be in."""
+        projects = self.claim(node.owner, node.lessee, node.automatic_lessee).projects
+        tenants = self.aggregates.ensure(projects)
+        managed = self._share(frozenset(self.aggregates.known().values()))
+        wanted = self._share(tenancy.wanted_aggregates(projects, tenants, self.kept))
+        return dataclasses.replace(desired, aggregates=wanted, managed_aggregates=managed)
+
+    def _share(self, value):
+        return self._shared.setdefault(value, value)
