@@ -11,6 +11,7 @@ from rp_reporter import model
 from rp_reporter import tenancy
 from rp_reporter import traits
 from rp_reporter.sync import capability_traits
+from rp_reporter.sync import ironic as ironic_sync
 from rp_reporter.sync import node as node_sync
 from rp_reporter.sync import provider
 from rp_reporter.sync import tenant_aggregates
@@ -156,3 +157,13 @@ def test_a_pass_skips_only_the_node_whose_aggregate_cannot_be_made():
                                                   lambda uuid: True, lambda *a: None)
     assert [d.uuid for d in desired] == [public["uuid"]]
     assert list(failures) == [NODE] and "tenant aggregates not made" in failures[NODE]
+
+
+def test_of_driver_internal_info_a_record_keeps_the_automatic_lessee_flag_only():
+    class Listed:
+        _info = {"uuid": NODE, "lessee": L, "driver_internal_info": {
+            "automatic_lessee": True, "agent_cached_clean_steps": {"deploy": ["x"] * 1000}}}
+    record = ironic_sync._record(Listed, ("uuid", *tenancy.FIELDS))
+    assert record == {"uuid": NODE, "owner": None, "lessee": L,
+                      "driver_internal_info": {"automatic_lessee": True}}
+    assert model.node_from_api(record).automatic_lessee
