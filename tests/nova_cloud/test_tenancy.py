@@ -55,7 +55,7 @@ class Tenancy:
         for name in "POLQ":
             project, auth = keystone.tenant(stack, f"tenancy-{name}")
             self.projects[name], self.as_project[name] = project, clients.Nova(stack, auth)
-        _, q_admin = keystone.tenant(stack, "tenancy-Q-admin", role="admin")
+        _, q_admin = keystone.tenant(stack, "tenancy-Q", role="admin", user="tenancy-Q-admin")
         self.q_admin = clients.Nova(stack, q_admin)  # an admin user, scoped to Q
         self.agent = AgentProcess(stack, SHARD, workdir, "agent-tenancy",
                                   coordination={"group": "rp-tenancy"},

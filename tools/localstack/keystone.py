@@ -98,9 +98,11 @@ def credentials(stack, name, scope=None):
     return creds
 
 
-def tenant(stack, name, role="member"):
-    """Project ``name`` and a user of that name with ``role`` in it, made once: (the
-    project's id, a refreshing token of that user scoped to it)."""
+def tenant(stack, name, role="member", user=None):
+    """Project ``name`` and a user (``user``, by default of the project's name) with
+    ``role`` in it, made once: (the project's id, a refreshing token of that user
+    scoped to it)."""
+    user_name = user or name
     http = clients.session({}, auth=admin_token(stack, {"system": {"all": True}}))
     api = stack.keystone_url + "/v3"
 
@@ -111,11 +113,13 @@ def tenant(stack, name, role="member"):
         return clients.call(http, "POST", f"{api}/{kind}s", (201,), json={kind: body})[kind]["id"]
 
     project = one("project", {"name": name, "domain_id": "default"})
-    user = one("user", {"name": name, "password": password(name), "domain_id": "default"})
+    user = one("user", {"name": user_name, "password": password(user_name),
+                        "domain_id": "default"})
     roles = {r["name"]: r["id"] for r in clients.call(http, "GET", api + "/roles", (200,))["roles"]}
     clients.call(http, "PUT", f"{api}/projects/{project}/users/{user}/roles/{roles[role]}",
                  (204,))
-    return project, clients.KeystoneToken(api, name, password(name), {"project": {"id": project}})
+    return project, clients.KeystoneToken(api, user_name, password(user_name),
+                                          {"project": {"id": project}})
 
 
 def admin_token(stack, scope):
