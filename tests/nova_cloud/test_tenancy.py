@@ -61,6 +61,8 @@ class Tenancy:
                                   coordination={"group": "rp-tenancy"},
                                   reconcile={"interval": 60},
                                   tenancy={"enabled": "True"},
+                                  # the public trait is written to Ironic nodes
+                                  ironic=stack.credentials("rp-system-member"),
                                   nova=stack.credentials("rp-admin")).start()
         self.nodes = {}
         for name in ("N1", "N2", "N3", "N4", "N5"):
