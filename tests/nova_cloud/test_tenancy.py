@@ -74,11 +74,13 @@ class Tenancy:
         self.ironic.patch(self.nodes["N3"], owner=owner_o)
         self.compute_log = stack.start_compute(HOST, "stock", SHARD, **COMPUTE)
         stack.wait_compute_mapped(HOST)
+        # A disk of 1 in the flavor (nova lets users boot from an image only so), none
+        # asked of Placement.
         self.public = self.admin.flavor("bm-tenancy-public", PLACEMENT_CLASS,
-                                        {f"trait:{PUBLIC}": "required"})
+                                        {f"trait:{PUBLIC}": "required"}, disk=1)
         self.dedicated = self.admin.flavor("bm-tenancy-dedicated", PLACEMENT_CLASS,
                                            {f"trait:{PUBLIC}": "forbidden"},
-                                           projects=[owner_p, owner_o, lessee_l])
+                                           projects=[owner_p, owner_o, lessee_l], disk=1)
         self.extra_image = glance.upload_image(stack, "tenancy-extra",
                                                {f"trait:{EXTRA}": "required"})
         self.servers, self.results = [], {}

@@ -27,14 +27,16 @@ class Nova:
         return common.call(self.http, method, self.url + path, expect, **kw)
 
     # -- flavors ---------------------------------------------------------------
-    def flavor(self, name, resource_class, extra_specs=None, projects=None):
+    def flavor(self, name, resource_class, extra_specs=None, projects=None, disk=0):
         """A flavor asking for one unit of ``resource_class`` (a normalized CUSTOM_ name)
-        and ``extra_specs``; with ``projects``, private to them.  Made on first use."""
+        and ``extra_specs``; with ``projects``, private to them.  Made on first use.
+        ``disk``: what the flavor says (nova lets only admins boot a flavor of 0 from an
+        image); Placement is asked for none either way."""
         for flavor in self._call("GET", "/flavors?is_public=None")["flavors"]:
             if flavor["name"] == name:
                 return flavor["id"]
         flavor = self._call("POST", "/flavors", json={"flavor": {
-            "name": name, "ram": 1, "vcpus": 1, "disk": 0,
+            "name": name, "ram": 1, "vcpus": 1, "disk": disk,
             "os-flavor-access:is_public": projects is None}})["flavor"]["id"]
         self._call("POST", f"/flavors/{flavor}/os-extra_specs", json={"extra_specs": {
             f"resources:{resource_class}": "1", **NO_VIRTUAL, **(extra_specs or {})}})
