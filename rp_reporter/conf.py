@@ -169,6 +169,28 @@ TRAITS_OPTS = [
                     "rules."),
 ]
 
+TENANCY_OPTS = [
+    cfg.BoolOpt("enabled", default=False,
+                help="Tell nova's scheduler who may deploy on each node (Ironic's owner and "
+                     "lessee): each node's provider goes in a nova aggregate per project "
+                     "that may deploy on it (made through [nova], metadata filter_tenant_id), "
+                     "and a node nobody claims carries the Ironic trait "
+                     "CUSTOM_BAREMETAL_PUBLIC. Needs nova's [scheduler] "
+                     "limit_tenants_to_placement_aggregate = True and flavors that require "
+                     "or forbid the trait (doc/operator-guide.md, tenancy)."),
+    cfg.StrOpt("rule", default="lessee_else_owner",
+               choices=[("lessee_else_owner", "the lessee where there is one, else the owner"),
+                        ("owner_or_lessee", "both, as Ironic's own API allows")],
+               help="Which projects may deploy on a node. Ironic's automatic lessee (set "
+                    "from the server's project at deploy) never counts."),
+    cfg.ListOpt("public_owners", default=[],
+                help="Owner projects whose nodes count as public (the operator's own)."),
+    cfg.ListOpt("kept_aggregates", default=[],
+                help="Aggregate uuids every node's provider is kept in beside its tenant "
+                     "aggregates: the compute hosts' availability-zone aggregates (nova "
+                     "mirrors only a host's first node into Placement)."),
+]
+
 GROUP_OPTS = {
     None: DEFAULT_OPTS,
     "ironic": IRONIC_OPTS,
@@ -179,19 +201,23 @@ GROUP_OPTS = {
     "coordination": COORDINATION_OPTS,
     "ring": RING_OPTS,
     "traits": TRAITS_OPTS,
+    "tenancy": TENANCY_OPTS,
 }
 
 # keystoneauth1 options (auth, session, adapter) for each service we call,
 # so the local stack (admin_token / none) and Keystone in production
 # (password) are both plain configuration.
 KSA_SERVICE_TYPES = {"ironic": "baremetal", "placement": "placement"}
+# Those called only when an option asks for them: nova's API for [tenancy].
+OPTIONAL_KSA_SERVICE_TYPES = {"nova": "compute"}
+ALL_KSA_SERVICE_TYPES = {**KSA_SERVICE_TYPES, **OPTIONAL_KSA_SERVICE_TYPES}
 
 
 def register_opts(conf=CONF):
     rp_log.register_options(conf)  # debug, log_file, use_json, use_journal, ... (oslo.log)
     for group, opts in GROUP_OPTS.items():
         conf.register_opts(opts, group=group)
-    for group, service_type in KSA_SERVICE_TYPES.items():
+    for group, service_type in ALL_KSA_SERVICE_TYPES.items():
         ks_loading.register_session_conf_options(conf, group)
         ks_loading.register_auth_conf_options(conf, group)
         ks_loading.register_adapter_conf_options(conf, group)
@@ -225,7 +251,8 @@ def list_opts():
     """All options by group, for oslo-config-generator."""
     groups = {"DEFAULT" if g is None else g: list(opts) for g, opts in GROUP_OPTS.items()}
     groups["DEFAULT"] += rp_log.list_opts()
-    for group, service_type in KSA_SERVICE_TYPES.items():
+    for group, service_type in ALL_KSA_SERVICE_TYPES.items():
+        groups.setdefault(group, [])
         groups[group] += _ksa_opts(service_type)
     return list(groups.items())
 

@@ -19,7 +19,7 @@ from keystoneauth1 import exceptions as ksa_exc
 UNAVAILABLE, DENIED, MISCONFIGURED = "unavailable", "denied", "misconfigured"
 FAILED = "failed"  # any other refusal of one request (a 400, a 409): that call only
 
-SERVICE_NAMES = {"ironic": "Ironic", "placement": "Placement"}
+SERVICE_NAMES = {"ironic": "Ironic", "placement": "Placement", "nova": "nova"}
 
 # What each section's user needs (the least grants, shown on the project's Keystone
 # stack by tests/keystone; doc/operator-guide.md, "Behind Keystone").
@@ -69,7 +69,7 @@ def denied_hint(section, system_scoped=None):
 def from_keystone(section, exc):
     """A keystoneauth1 exception raised while authenticating or finding the endpoint
     (never an HTTP answer of the service itself) as a ServiceError."""
-    service_type = {"ironic": "baremetal"}.get(section, section)
+    service_type = {"ironic": "baremetal", "nova": "compute"}.get(section, section)
     if isinstance(exc, ksa_exc.EndpointNotFound | ksa_exc.CatalogException):
         return ServiceError(section, MISCONFIGURED,
                             f"no {service_type} endpoint in the service catalog ({exc}): check "

@@ -13,6 +13,7 @@ and the agent can never disagree.
 import dataclasses
 
 from rp_reporter import model
+from rp_reporter import tenancy
 from rp_reporter.sync import plan as planner
 from rp_reporter.traits import flavor_extra_specs
 
@@ -27,6 +28,8 @@ class Scope:
     conductor_group: str | None = None
     shard: str | None = None
     skip_reserve_in_use: bool = False
+    tenancy_rule: str | None = None  # [tenancy] rule when it is enabled, else None
+    public_owners: frozenset = frozenset()
 
 
 def _reserved_reasons(node):
@@ -69,7 +72,8 @@ def explain(node, observed, scope=Scope()):
                          f"Ironic driver names it, so the two never fight over it)"),
             *_scope_and_owner(node, scope), *_class(node, desired),
             *_reserved(node, desired, scope), *_traits(desired, observed),
-            *_placement(desired, observed, ops), *_flavor(desired, ops)]
+            *_tenancy(node, scope), *_placement(desired, observed, ops),
+            *_flavor(desired, ops)]
 
 
 def _scope_and_owner(node, scope):
@@ -137,6 +141,26 @@ def _traits(desired, observed):
                                  f"node does not; Ironic's traits are the truth, as in nova")
 
 
+def _tenancy(node, scope):
+    if scope.tenancy_rule is None:
+        return
+    claim = tenancy.claim(node.owner, node.lessee, node.automatic_lessee, scope.tenancy_rule,
+                          scope.public_owners)
+    public = tenancy.PUBLIC_TRAIT
+    if claim.public:
+        yield ("tenancy", f"{claim.why}. The node carries {public} (on the Ironic node, so "
+                          f"nova's periodic keeps it on the provider) and is in no tenant "
+                          f"aggregate: a flavor requiring {public} lands here for any project "
+                          f"nova does not confine to its own aggregate")
+    else:
+        names = ", ".join(tenancy.aggregate_name(p) for p in sorted(claim.projects))
+        yield ("tenancy", f"{claim.why}. Its provider is in the nova aggregate {names} "
+                          f"(metadata {tenancy.TENANT_KEY}) and the node lacks {public}: with "
+                          f"nova's [scheduler] limit_tenants_to_placement_aggregate, only "
+                          f"those projects' requests reach it, with a flavor that forbids "
+                          f"{public}")
+
+
 def _placement(desired, observed, ops):
     if observed is None and desired.resource_class is None:
         yield ("placement", "no provider, and none is created while the node offers nothing")
@@ -146,8 +170,10 @@ def _placement(desired, observed, ops):
     else:
         held = ", ".join(f"{rc} reserved {inv.get('reserved')} of {inv.get('total')}"
                          for rc, inv in sorted(observed.inventories.items())) or "no inventory"
+        aggregates = ("" if observed.aggregates is None
+                      else f"; aggregates {_names(observed.aggregates)}")
         yield ("placement", f"holds {held}; generation {observed.generation}; traits "
-                            f"{_names(observed.traits)}")
+                            f"{_names(observed.traits)}{aggregates}")
         for rc in sorted(observed.inventories):
             used = (observed.usages or {}).get(rc, 0)
             if rc != desired.resource_class and used > 0:

@@ -56,6 +56,11 @@ class Node:
     traits: frozenset = frozenset()
     conductor_group: str | None = None
     shard: str | None = None
+    # Read only with tenancy on (rp_reporter.tenancy): Keystone project ids, and
+    # whether Ironic set the lessee itself at deploy.
+    owner: str | None = None
+    lessee: str | None = None
+    automatic_lessee: bool = False
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -76,6 +81,11 @@ class Desired:
     traits: frozenset
     problem: str | None = None
     refused_traits: frozenset = frozenset()
+    # Tenancy (rp_reporter.tenancy): the aggregates the provider must be in, and every
+    # aggregate the reporter decides (of those, only ``aggregates`` stay).  None: the
+    # reporter leaves the provider's aggregates alone.
+    aggregates: frozenset | None = None
+    managed_aggregates: frozenset = frozenset()
 
     @property
     def inventories(self):
@@ -185,7 +195,17 @@ def node_from_api(record):
         traits=frozenset(traits),
         conductor_group=_optional_str(record, "conductor_group"),
         shard=_optional_str(record, "shard"),
+        owner=_optional_str(record, "owner"),
+        lessee=_optional_str(record, "lessee"),
+        automatic_lessee=automatic_lessee(record),
     )
+
+
+def automatic_lessee(record):
+    """Whether Ironic set the node's lessee itself, from the server it deployed
+    (``driver_internal_info['automatic_lessee']``, cleared at tear-down)."""
+    internal = record.get("driver_internal_info")
+    return isinstance(internal, dict) and internal.get("automatic_lessee") is True
 
 
 def unusable(node):

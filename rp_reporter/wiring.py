@@ -11,16 +11,19 @@ from keystoneauth1 import exceptions as ksa_exc
 from rp_reporter import conf as rp_conf
 from rp_reporter import ring as rp_ring
 from rp_reporter import state as rp_state
+from rp_reporter.sync import capability_traits
 from rp_reporter.sync import ironic as ironic_sync
 from rp_reporter.sync import node as node_sync
 from rp_reporter.sync import placement as placement_sync
 from rp_reporter.sync import provider
 from rp_reporter.sync import reconcile
+from rp_reporter.sync import tenant_aggregates
 
 
 def check(conf):
     """Raise ValueError, in one line, for configuration that cannot work."""
-    for group in rp_conf.KSA_SERVICE_TYPES:
+    groups = list(rp_conf.KSA_SERVICE_TYPES) + (["nova"] if conf.tenancy.enabled else [])
+    for group in groups:
         section = conf[group]
         if not section.auth_type and not section.endpoint_override:
             raise ValueError(f"[{group}] needs auth_type (e.g. password, admin_token, none) "
@@ -84,16 +87,30 @@ def reconciler(conf, owns=None, write_guard=None, owner_guard=None, busy=None):
     provider_sync = provider.ProviderSync(placement_client(conf, write_guard),
                                           conflict_retries=conf.reconcile.conflict_retries,
                                           reverify_passes=conf.reconcile.reverify_passes,
-                                          owner_guard=owner_guard)
+                                          owner_guard=owner_guard,
+                                          aggregates=conf.tenancy.enabled)
     nodes = node_sync.NodeSync(ironic_client(conf, write_guard), provider_sync,
                                workers=conf.reconcile.workers,
                                skip_reserve_in_use=conf.reconcile.skip_reserve_in_use, busy=busy)
+    nodes.tenancy = node_tenancy(conf)
+    if nodes.tenancy is not None:  # the public trait is a derived trait (the agent adds rules)
+        nodes.node_traits = capability_traits.NodeTraits(nodes.ironic, None, nodes.tenancy)
     result = reconcile.Reconciler(nodes, workers=conf.reconcile.workers, owns=owns,
                                   bulk_batch=conf.reconcile.bulk_batch, state=state(conf),
                                   absent_for=conf.reconcile.interval,
                                   max_deletion_share=conf.reconcile.max_deletion_share)
     result.restore_observations()
     return result
+
+
+def node_tenancy(conf):
+    """[tenancy] for the per-node sync, or None when it is off."""
+    if not conf.tenancy.enabled:
+        return None
+    return tenant_aggregates.NodeTenancy(
+        tenant_aggregates.TenantAggregates(rp_conf.adapter(conf, "nova")),
+        rule=conf.tenancy.rule, public_owners=conf.tenancy.public_owners,
+        kept=conf.tenancy.kept_aggregates)
 
 
 def ring(conf, members):

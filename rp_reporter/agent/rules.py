@@ -18,6 +18,9 @@ def load_rules(conf):
         raise ValueError(f"[traits] rules_file: {e}") from None
 
 
-def node_traits(ironic, rules):
-    """The derived-trait writer for these rules (None: no derived traits at all)."""
-    return None if rules is None else capability_traits.NodeTraits(ironic, rules)
+def node_traits(ironic, rules, tenancy=None):
+    """The derived-trait writer for these rules and tenancy's public trait (None:
+    no derived traits at all)."""
+    if rules is None and tenancy is None:
+        return None
+    return capability_traits.NodeTraits(ironic, rules, tenancy)

@@ -85,7 +85,8 @@ class Agent:
 
     def use_rules(self, rules):
         """Keep derived traits in step by these rules from now on (None: not at all)."""
-        self.node_sync.node_traits = rp_rules.node_traits(self.node_sync.ironic, rules)
+        self.node_sync.node_traits = rp_rules.node_traits(self.node_sync.ironic, rules,
+                                                          self.node_sync.tenancy)
 
     def healthy(self):
         return self.health.healthy()

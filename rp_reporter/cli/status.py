@@ -7,6 +7,7 @@ from cliff import lister
 from rp_reporter import explain
 from rp_reporter import membership
 from rp_reporter import model
+from rp_reporter import tenancy
 from rp_reporter import wiring
 from rp_reporter.cli import app
 from rp_reporter.cli import nodes
@@ -52,16 +53,17 @@ class Status(app.CommandMixin, lister.Lister):
         conf = self.app.conf
         ironic = wiring.ironic_client(conf)
         placement = wiring.placement_client(conf)
+        extra_fields = tenancy.FIELDS if conf.tenancy.enabled else ()
         if args.nodes:
             records = []
-            for ident, record in nodes.lookup(ironic, args.nodes):
+            for ident, record in nodes.lookup(ironic, args.nodes, extra_fields):
                 if record is None:
                     note = ironic.scope_note()
                     raise app.UsageError(f"no such node in Ironic: {ident}" + (
                         f" (or the credentials cannot see it: {note})" if note else ""))
                 records.append(record)
         else:
-            records = ironic.list_nodes()
+            records = ironic.list_nodes(extra_fields)
             if not records:
                 self._nothing_visible(ironic, placement)
         members, how = membership.live_members(conf)
@@ -80,7 +82,7 @@ class Status(app.CommandMixin, lister.Lister):
                              "", "", "", "", ""))
                 continue
             desired = model.desired(node, skip_reserve_in_use=conf.reconcile.skip_reserve_in_use)
-            observed = placement.observe(node.uuid)
+            observed = placement.observe(node.uuid, aggregates=conf.tenancy.enabled)
             if planner.needs_usages(desired, observed):
                 observed = observed.with_usages(placement.usages(node.uuid))
             if args.explain:
@@ -88,7 +90,9 @@ class Status(app.CommandMixin, lister.Lister):
                     host=conf.host, owner=ring.owner(node.uuid) if ring else None,
                     membership=how, conductor_group=conf.ironic.conductor_group,
                     shard=conf.ironic.shard,
-                    skip_reserve_in_use=conf.reconcile.skip_reserve_in_use)
+                    skip_reserve_in_use=conf.reconcile.skip_reserve_in_use,
+                    tenancy_rule=conf.tenancy.rule if conf.tenancy.enabled else None,
+                    public_owners=frozenset(conf.tenancy.public_owners))
                 rows.extend((node.uuid, topic, text)
                             for topic, text in explain.explain(node, observed, scope))
                 continue

@@ -18,6 +18,9 @@ those are ever removed.  The order loses nothing to a crash at any point:
    traits recorded: the next run drops them from the record).
 """
 
+import dataclasses
+
+from rp_reporter import tenancy as tenancy_names
 from rp_reporter import traits
 from rp_reporter.sync import ironic as ironic_sync
 
@@ -26,24 +29,39 @@ FIELDS = ironic_sync.TRAIT_FIELDS
 
 
 class NodeTraits:
-    """Plan and apply one node's derived traits with these rules."""
+    """Plan and apply one node's derived traits with these rules (None: none) and,
+    with ``tenancy`` (sync.tenant_aggregates.NodeTenancy), the public trait."""
 
-    def __init__(self, ironic, rules):
+    def __init__(self, ironic, rules, tenancy=None):
         self.ironic = ironic
         self.rules = rules
+        self.tenancy = tenancy
 
     def derived(self, record):
-        return traits.derive_traits(self.rules, record.get("properties"))
+        found = (traits.derive_traits(self.rules, record.get("properties"))
+                 if self.rules is not None else frozenset())
+        if self.tenancy is not None:
+            found |= self.tenancy.derived_traits(record)
+        return found
 
     def problems(self, record):
         """What the rules skipped on this node (one line each)."""
+        if self.rules is None:
+            return []
         return traits.derive_problems(self.rules, record.get("properties"))
 
     def plan(self, record):
         """The changes for a node record (uuid, traits, properties, extra): pure."""
         current = frozenset(t for t in (record.get("traits") or ()) if isinstance(t, str))
         recorded = traits.recorded_traits(record.get("extra"))
-        return traits.trait_changes(current, recorded, self.derived(record))
+        derived = self.derived(record)
+        changes = traits.trait_changes(current, recorded, derived)
+        public = tenancy_names.PUBLIC_TRAIT
+        if self.tenancy is not None and public in current and public not in derived:
+            # The public trait is tenancy's alone, however it got there: one set by
+            # hand on a claimed node would let every project in.
+            changes = dataclasses.replace(changes, remove=changes.remove | {public})
+        return changes
 
     def apply(self, record, dry_run=False):
         """Make the node carry its derived traits; returns what it changed (or, with

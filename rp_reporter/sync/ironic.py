@@ -41,11 +41,20 @@ OWNER_FIELDS = ("owner", "lessee")
 RESOURCE_CLASS_MAX = 80
 
 
+# Of a node's driver_internal_info (tenancy's), the one key the model reads: the
+# rest (cached clean steps, agent URLs) can be kilobytes a node, at every pass.
+INTERNAL_KEPT = ("automatic_lessee",)
+
+
 def _record(node, fields=NODE_FIELDS):
     # The node's own parsed JSON, not to_dict(): that deep-copies every node,
     # on every pass, for a Node object dropped the moment its fields are taken.
     data = node._info
-    return {field: data.get(field) for field in fields}
+    record = {field: data.get(field) for field in fields}
+    internal = record.get("driver_internal_info")
+    if isinstance(internal, dict):
+        record["driver_internal_info"] = {k: internal[k] for k in INTERNAL_KEPT if k in internal}
+    return record
 
 
 def _translated(call):
@@ -203,7 +212,7 @@ class IronicClient:
         fields = NODE_FIELDS + tuple(extra_fields)
         if scope == "project":
             fields += OWNER_FIELDS
-        fields = self._available(fields)
+        fields = self._available(tuple(dict.fromkeys(fields)))  # once each
         # Without owner and lessee no listing can show a node outside the project.
         can_see_beyond = set(OWNER_FIELDS) <= set(fields)
         beyond_project = False

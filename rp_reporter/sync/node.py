@@ -22,6 +22,7 @@ import time
 from rp_reporter import errors
 from rp_reporter import model
 from rp_reporter import problems as rp_problems
+from rp_reporter import tenancy as tenancy_names
 from rp_reporter.outage import Outage
 from rp_reporter.sync import ironic as ironic_sync
 from rp_reporter.sync import provider
@@ -57,19 +58,42 @@ class NodeSync:
         # Writing derived traits to Ironic: one line when it fails and one when it is
         # back, however many nodes fail between (a reader-only [ironic] user, say).
         self.trait_writes = Outage("Ironic derived-trait writes")
+        # sync.tenant_aggregates.NodeTenancy with [tenancy] enabled (the node_traits
+        # then carry its public trait too); None: aggregates left alone.
+        self.tenancy = None
 
     @property
     def extra_fields(self):
-        """The node fields to list and read beyond the model's: none without rules."""
-        return ironic_sync.TRAIT_FIELDS if self.node_traits is not None else ()
+        """The node fields to list and read beyond the model's: none without rules
+        or tenancy."""
+        fields = ironic_sync.TRAIT_FIELDS if self.node_traits is not None else ()
+        return fields + (tenancy_names.FIELDS if self.tenancy is not None else ())
 
     # -- node -> desired ---------------------------------------------------
     def desired(self, node):
-        """model.desired() with this reporter's options; refused node traits logged once."""
+        """model.desired() with this reporter's options and tenancy's aggregates;
+        refused node traits logged once.  Raises errors.ServiceError when nova
+        cannot make a tenant aggregate the node needs (``prepare`` first avoids it)."""
         desired = model.desired(node, skip_reserve_in_use=self.skip_reserve_in_use)
         if desired.refusal:
             self.problems.note(desired.uuid, desired.refusal)
+        if self.tenancy is not None:
+            desired = self.tenancy.desired(desired, node)
         return desired
+
+    def _tenancy_refused(self, node, failures):
+        """Tenancy's aggregates for this node made (True: not, the reason in
+        ``failures``, and nothing of the node is written this pass)."""
+        if self.tenancy is None:
+            return False
+        try:
+            self.tenancy.prepare(node)
+        except errors.ServiceError as e:
+            self.problems.note(node.uuid, f"not synced: its tenant aggregates: {e}",
+                               kind="tenant aggregates not made")
+            failures[node.uuid] = f"tenant aggregates not made: {e}"
+            return True
+        return False
 
     def note_skipped(self, uuid, reason):
         self.problems.note(uuid, f"skipped: {reason}")
@@ -155,6 +179,8 @@ class NodeSync:
         desired, writes, failures = [], [], {}
         pool = None
         probe_only = self._writes_refused()
+        if self.tenancy is not None:
+            self.tenancy.start_pass()
         try:
             for record in records:
                 try:
@@ -164,7 +190,7 @@ class NodeSync:
                     self.note_skipped(uuid, str(e))
                     on_invalid(uuid, f"invalid node record: {e}")
                     continue
-                if not owns(node.uuid):
+                if not owns(node.uuid) or self._tenancy_refused(node, failures):
                     continue
                 if self.node_traits is not None and self.busy(node.uuid):
                     # The queue's fresher read judges its derived traits, not this pass.
@@ -213,6 +239,8 @@ class NodeSync:
         except model.InvalidNode as e:
             self.note_skipped(uuid, str(e))
             return NodeResult(uuid, not_synced="invalid")
+        if self.tenancy is not None:  # nothing written before its aggregates exist
+            self.tenancy.prepare(node)
         # Derived traits go to Ironic first (the truth), then to the provider in
         # this same sync: no wait for a notification of that write.  If Ironic
         # refuses them, Placement still gets the node as Ironic has it.

@@ -10,8 +10,9 @@ passes: entry ``u`` is due in the passes where ``bucket(u) == pass % period``,
 which spreads the re-reads evenly (uuids are random) and corrects any wrong
 entry within ``period`` passes.
 
-The document stores each distinct inventory and trait set once (a fleet has
-few) and an entry as [generation, inventory index, traits index].  Anything
+The document stores each distinct inventory, trait and aggregate set once (a
+fleet has few) and an entry as [generation, inventory index, traits index],
+with an aggregates index after them where the aggregates were read (tenancy).  Anything
 malformed in it raises ValueError: the caller then reads every provider
 afresh, which costs time, never a wrong write.
 """
@@ -37,16 +38,19 @@ def due(uuid, pass_number, period):
 
 def dump(entries, pass_number):
     """{uuid: Observed} -> a JSON-able document."""
-    inventories, traits, rows = {}, {}, {}
+    inventories, traits, aggregates, rows = {}, {}, {}, {}
     for uuid, observed in entries.items():
         inv_key = tuple(sorted((rc, tuple(sorted(inv.items())))
                                for rc, inv in observed.inventories.items()))
         i = inventories.setdefault(inv_key, len(inventories))
         t = traits.setdefault(frozenset(observed.traits), len(traits))
         rows[uuid] = [observed.generation, i, t]
+        if observed.aggregates is not None:
+            rows[uuid].append(aggregates.setdefault(observed.aggregates, len(aggregates)))
     return {"format": FORMAT, "pass": pass_number,
             "inventories": [{rc: dict(fields) for rc, fields in key} for key in inventories],
             "traits": [sorted(t) for t in traits],
+            "aggregates": [sorted(a) for a in aggregates],
             "entries": rows}
 
 
@@ -68,8 +72,14 @@ def _traits(value):
     return frozenset(value)
 
 
+def _aggregates(value):
+    if not isinstance(value, list):
+        raise ValueError("an aggregate set is malformed")
+    return frozenset(str(uuidlib.UUID(a)) for a in value)
+
+
 # A document's members other than its entries: small, read whole.
-PARTS = ("format", "pass", "inventories", "traits")
+PARTS = ("format", "pass", "inventories", "traits", "aggregates")
 
 
 def load(document, share=None):
@@ -84,9 +94,12 @@ def load(document, share=None):
             raise ValueError(f"not in format {FORMAT}")
         inventories = [_inventories(v) for v in document["inventories"]]
         traits = [_traits(v) for v in document["traits"]]
+        # None (absent): a document of a version before tenancy, no aggregates read.
+        aggregates = [_aggregates(v) for v in document.get("aggregates") or ()]
         if share is not None:
             inventories = [share.inventories(v) for v in inventories]
             traits = [share.traits(v) for v in traits]
+            aggregates = [share.aggregates(v) for v in aggregates]
         pass_number = document["pass"]
         if not isinstance(pass_number, int) or pass_number < 0:
             raise ValueError("pass is not a count")
@@ -96,14 +109,16 @@ def load(document, share=None):
         elif not isinstance(rows, collections.abc.Iterator):  # a reader's pairs
             raise ValueError("entries is not an object")
         entries = {}
-        for uuid, (generation, i, t) in rows:
+        for uuid, (generation, i, t, *a) in rows:
             if str(uuidlib.UUID(uuid)) != uuid:
                 raise ValueError(f"{uuid[:64]!r} is not a canonical uuid")
-            if (not isinstance(generation, int) or generation < 0 or not isinstance(i, int)
-                    or not isinstance(t, int) or i < 0 or t < 0):
+            if (not isinstance(generation, int) or generation < 0
+                    or not all(isinstance(n, int) and n >= 0 for n in (i, t, *a))
+                    or len(a) > 1):
                 raise ValueError(f"entry {uuid} is malformed")
             uuid = sys.intern(uuid)  # the same string as the node's (model._uuid)
-            entries[uuid] = Observed(uuid, generation, inventories[i], traits[t])
+            entries[uuid] = Observed(uuid, generation, inventories[i], traits[t],
+                                     aggregates=aggregates[a[0]] if a else None)
     except (AttributeError, KeyError, IndexError, TypeError) as e:
         raise ValueError(f"malformed observations: {type(e).__name__}: {e}") from None
     return entries, pass_number

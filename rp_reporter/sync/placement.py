@@ -182,22 +182,25 @@ class PlacementClient:
             resp.close()
         return listed
 
-    def observe(self, uuid):
-        """Observed inventories and traits of one provider, or None if it does not exist.
+    def observe(self, uuid, aggregates=False):
+        """Observed inventories and traits (and with ``aggregates``, its aggregates) of
+        one provider, or None if it does not exist.
 
-        Two reads; repeated if a write slipped in between them.
+        A read each; repeated if a write slipped in between them.
         """
+        tails = ("/inventories", "/traits") + (("/aggregates",) if aggregates else ())
         for _ in range(5):
-            inv = self._request("GET", _rp(uuid, "/inventories"), (200, 404))
-            if inv.status_code == 404:
-                return None
-            tr = self._request("GET", _rp(uuid, "/traits"), (200, 404))
-            if tr.status_code == 404:
-                return None
-            inv, tr = inv.json(), tr.json()
-            if inv["resource_provider_generation"] == tr["resource_provider_generation"]:
+            answers = []
+            for tail in tails:
+                resp = self._request("GET", _rp(uuid, tail), (200, 404))
+                if resp.status_code == 404:
+                    return None
+                answers.append(resp.json())
+            if len({a["resource_provider_generation"] for a in answers}) == 1:
+                inv, tr, *agg = answers
                 return Observed(uuid, inv["resource_provider_generation"],
-                                inv["inventories"], frozenset(tr["traits"]))
+                                inv["inventories"], frozenset(tr["traits"]),
+                                aggregates=frozenset(agg[0]["aggregates"]) if agg else None)
         raise Conflict("GET", _rp(uuid), 409, CONCURRENT_UPDATE,
                        "provider kept changing while being read")
 
@@ -235,6 +238,12 @@ class PlacementClient:
         resp = self._request("PUT", _rp(uuid, "/traits"), (200,),
                              json={"resource_provider_generation": generation,
                                    "traits": sorted(traits)})
+        return resp.json()["resource_provider_generation"]
+
+    def set_aggregates(self, uuid, generation, aggregates):
+        resp = self._request("PUT", _rp(uuid, "/aggregates"), (200,),
+                             json={"resource_provider_generation": generation,
+                                   "aggregates": sorted(aggregates)})
         return resp.json()["resource_provider_generation"]
 
     def set_inventories(self, uuid, generation, inventories):

@@ -7,6 +7,7 @@ generation; on a conflict it re-observes and calls ``plan`` again.
 import dataclasses
 
 from rp_reporter import model
+from rp_reporter import tenancy
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -23,6 +24,7 @@ class Observed:
     inventories: dict
     traits: frozenset
     usages: dict | None = None
+    aggregates: frozenset | None = None  # None: not read (tenancy off, nothing to decide)
 
     def with_usages(self, usages):
         return dataclasses.replace(self, usages=usages)
@@ -39,6 +41,12 @@ class CreateProvider:
 class SetTraits:
     traits: frozenset
     kind = "traits"
+
+
+@dataclasses.dataclass(frozen=True)
+class SetAggregates:
+    aggregates: frozenset
+    kind = "aggregates"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +70,12 @@ def target_traits(desired, current):
     return model.provider_traits(desired, current)
 
 
+def needs_aggregates(desired, observed):
+    """True when the plan decides the provider's aggregates (tenancy on) and so
+    needs what it is in now."""
+    return desired.aggregates is not None and observed is not None
+
+
 def target_inventories(desired, observed):
     """The desired class, plus any other class still allocated (kept, fully reserved).
 
@@ -83,25 +97,50 @@ def _managed_fields(inventories):
 def plan(desired, observed):
     """The operations, in order, that make Placement hold ``desired``.
 
-    Traits go before inventory, so a new or changed node never becomes
-    schedulable before it carries the traits flavors may require or forbid.
+    Traits and aggregates go before inventory, so a new or changed node never
+    becomes schedulable before it carries the traits flavors may require or
+    forbid and sits in the aggregates that confine it to its projects.  Of the
+    aggregates, those that go leave before the traits change and those that come
+    join after (``aggregate_steps``): no write lets in a project that may not
+    deploy on the node.
     """
     if observed is None:
         if desired.resource_class is None:
             return ()  # nothing to offer: no provider (the node is reported as skipped)
-        return (CreateProvider(desired.uuid, desired.name),
-                SetTraits(desired.placement_traits),
-                SetInventories(desired.inventories))
+        ops = [CreateProvider(desired.uuid, desired.name), SetTraits(desired.placement_traits)]
+        if desired.aggregates:
+            ops.append(SetAggregates(desired.aggregates))
+        return (*ops, SetInventories(desired.inventories))
     if needs_usages(desired, observed) and observed.usages is None:
         raise ValueError(f"plan for {desired.uuid} needs usages")
-    ops = []
+    if needs_aggregates(desired, observed) and observed.aggregates is None:
+        raise ValueError(f"plan for {desired.uuid} needs aggregates")
     traits = target_traits(desired, observed.traits)
-    if traits != observed.traits:
-        ops.append(SetTraits(traits))
+    set_traits = [SetTraits(traits)] if traits != observed.traits else []
+    ops = aggregate_steps(desired, observed, set_traits)
     inventories = target_inventories(desired, observed)
     if _managed_fields(inventories) != _managed_fields(observed.inventories):
         ops.append(SetInventories(inventories))
     return tuple(ops)
+
+
+def aggregate_steps(desired, observed, set_traits):
+    """``set_traits`` between the aggregate writes: leaving ones first, joining ones
+    after (a project losing a node that turns public never sees it with the public
+    trait; a project gaining one never sees it while it still carries the trait)."""
+    if desired.aggregates is None:
+        return list(set_traits)
+    current = observed.aggregates
+    target = tenancy.provider_aggregates(current, desired.aggregates,
+                                         desired.managed_aggregates)
+    leaving, joining = current - target, target - current
+    ops = []
+    if leaving:
+        ops.append(SetAggregates(current - leaving if joining else target))
+    ops += set_traits
+    if joining:
+        ops.append(SetAggregates(target))
+    return ops
 
 
 def apply(observed, ops):
@@ -109,9 +148,12 @@ def apply(observed, ops):
     state = observed
     for op in ops:
         if isinstance(op, CreateProvider):
-            state = Observed(op.uuid, 0, {}, frozenset(), {})
+            state = Observed(op.uuid, 0, {}, frozenset(), {}, frozenset())
         elif isinstance(op, SetTraits):
             state = dataclasses.replace(state, traits=op.traits, generation=state.generation + 1)
+        elif isinstance(op, SetAggregates):
+            state = dataclasses.replace(state, aggregates=op.aggregates,
+                                        generation=state.generation + 1)
         elif isinstance(op, SetInventories):
             state = dataclasses.replace(state, inventories=op.inventories,
                                         generation=state.generation + 1)

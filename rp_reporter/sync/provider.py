@@ -89,9 +89,19 @@ class _Interned:
     def traits(self, traits):
         return self._one(("traits", traits), traits)
 
+    def aggregates(self, aggregates):
+        return aggregates if aggregates is None else self._one(("aggregates", aggregates),
+                                                               aggregates)
+
     def observed(self, observed):
         return dataclasses.replace(observed, inventories=self.inventories(observed.inventories),
-                                   traits=self.traits(observed.traits))
+                                   traits=self.traits(observed.traits),
+                                   aggregates=self.aggregates(observed.aggregates))
+
+
+def _lacks_aggregates(desired, observed):
+    """Tenancy decides this provider's aggregates, and they were not read."""
+    return desired.aggregates is not None and observed.aggregates is None
 
 
 def unchanged(desired):
@@ -110,8 +120,11 @@ class ProviderSync:
     not bump the generation).
     """
 
-    def __init__(self, placement, conflict_retries=5, reverify_passes=64, owner_guard=None):
+    def __init__(self, placement, conflict_retries=5, reverify_passes=64, owner_guard=None,
+                 aggregates=False):
         self.placement = placement
+        # Tenancy on: the providers' aggregates are read with the rest (re-verification too).
+        self.aggregates = aggregates
         self.conflict_retries = conflict_retries
         self.reverify_passes = reverify_passes
         self.pass_number = 0  # which share of the cache this pass re-reads
@@ -145,7 +158,7 @@ class ProviderSync:
         entry due: the sync reads it again."""
         pass_number = self.pass_number
         try:
-            observed = self.placement.observe(uuid)
+            observed = self.placement.observe(uuid, aggregates=self.aggregates)
         except Exception as e:  # noqa: BLE001 - read again by the sync, where it counts
             LOG.debug("node %s: re-verification read failed: %s", uuid, e)
             return
@@ -201,6 +214,7 @@ class ProviderSync:
                 self._cache.pop(desired.uuid, None)
                 return False
         in_step = (not planner.needs_usages(desired, cached)
+                   and not _lacks_aggregates(desired, cached)
                    and planner.plan(desired, cached) == ())
         if (observations.due(desired.uuid, self.pass_number, self.reverify_passes)
                 and desired.uuid not in self._reverified):
@@ -210,15 +224,16 @@ class ProviderSync:
             return False
         return in_step
 
-    def _observe(self, uuid, listed_generation):
+    def _observe(self, desired, listed_generation):
+        uuid = desired.uuid
         if listed_generation is NOT_LISTED:
             return None  # create it; a 409 means it exists and we adopt it
         with self._lock:
             cached = self._cache.get(uuid)
-        if cached is not None and (listed_generation is USE_CACHE
-                                   or cached.generation == listed_generation):
+        if (cached is not None and not _lacks_aggregates(desired, cached)
+                and (listed_generation is USE_CACHE or cached.generation == listed_generation)):
             return cached
-        observed = self.placement.observe(uuid)
+        observed = self.placement.observe(uuid, aggregates=desired.aggregates is not None)
         if observed is not None:
             observed = self._interned.observed(observed)
         with self._lock:
@@ -235,6 +250,8 @@ class ProviderSync:
                 generation = self.placement.create_provider(op.uuid, op.name)
             elif isinstance(op, planner.SetTraits):
                 generation = self.placement.set_traits(uuid, generation, op.traits)
+            elif isinstance(op, planner.SetAggregates):
+                generation = self.placement.set_aggregates(uuid, generation, op.aggregates)
             elif isinstance(op, planner.SetInventories):
                 generation = self.placement.set_inventories(uuid, generation, op.inventories)
         return generation
@@ -248,7 +265,7 @@ class ProviderSync:
         """
         uuid = desired.uuid
         for attempt in range(1, self.conflict_retries + 2):
-            observed = self._observe(uuid, listed_generation)
+            observed = self._observe(desired, listed_generation)
             if planner.needs_usages(desired, observed):
                 observed = observed.with_usages(self.placement.usages(uuid))
             ops = planner.plan(desired, observed)

@@ -41,4 +41,4 @@ def test_each_service_keeps_a_connection_per_concurrent_caller(tmp_path):
 def test_every_option_group_is_in_the_sample():
     groups = {group for group, _ in rp_conf.list_opts()}
     assert groups == {"DEFAULT", "ironic", "placement", "reconcile", "notifications", "agent",
-                      "coordination", "ring", "traits"}
+                      "coordination", "ring", "traits", "tenancy", "nova"}

@@ -133,3 +133,23 @@ def test_explanation_follows_the_model_for_every_state():
 def test_render():
     text = explain.render([("class", "x"), ("in step", "yes")])
     assert text == "  class: x\nin step: yes"
+
+
+def test_tenancy_is_said_only_when_it_is_on():
+    lessee = "l" * 32
+    rows = said(explain.explain(node(owner="o" * 32, lessee=lessee), held(), explain.Scope()))
+    assert "tenancy" not in rows
+    on = explain.Scope(tenancy_rule="lessee_else_owner")
+    rows = said(explain.explain(node(owner="o" * 32, lessee=lessee), held(), on))
+    assert rows["tenancy"].startswith(f"may deploy: lessee {lessee}. Its provider is in "
+                                      f"the nova aggregate rp-reporter-tenant-{lessee}")
+    automatic = said(explain.explain(node(lessee=lessee, automatic_lessee=True), held(), on))
+    assert automatic["tenancy"].startswith("public: nobody claims it; lessee")
+    assert "carries CUSTOM_BAREMETAL_PUBLIC" in automatic["tenancy"]
+
+
+def test_the_aggregates_placement_holds_are_shown_when_read():
+    observed = planner.Observed(UUID, 7, {"CUSTOM_BAREMETAL_GOLD": model.inventory(0)},
+                                frozenset({"CUSTOM_RPR_MANAGED"}), aggregates=frozenset({"a-1"}))
+    rows = said(explain.explain(node(), observed, explain.Scope()))
+    assert rows["placement"].endswith("; aggregates a-1")

@@ -15,9 +15,11 @@ NO_VIRTUAL = {"resources:VCPU": "0", "resources:MEMORY_MB": "0", "resources:DISK
 
 
 class Nova:
-    def __init__(self, stack):
+    """As the bootstrap admin, or as whoever ``auth`` (a clients.KeystoneToken) is."""
+
+    def __init__(self, stack, auth=None):
         self.url = stack.url("nova") + "/v2.1"
-        self.http = common.session(MICROVERSION, auth=stack.admin_auth("compute"))
+        self.http = common.session(MICROVERSION, auth=auth or stack.admin_auth("compute"))
         images = common.call(self.http, "GET", stack.url("glance") + "/v2/images", (200,))
         self.image = images["images"][0]["id"]
 
@@ -25,23 +27,35 @@ class Nova:
         return common.call(self.http, method, self.url + path, expect, **kw)
 
     # -- flavors ---------------------------------------------------------------
-    def flavor(self, name, resource_class):
-        """A flavor asking for one unit of ``resource_class`` (a normalized CUSTOM_ name);
-        made on first use."""
-        for flavor in self._call("GET", "/flavors")["flavors"]:
+    def flavor(self, name, resource_class, extra_specs=None, projects=None, disk=0):
+        """A flavor asking for one unit of ``resource_class`` (a normalized CUSTOM_ name)
+        and ``extra_specs``; with ``projects``, private to them.  Made on first use.
+        ``disk``: what the flavor says (nova lets only admins boot a flavor of 0 from an
+        image); Placement is asked for none either way."""
+        for flavor in self._call("GET", "/flavors?is_public=None")["flavors"]:
             if flavor["name"] == name:
                 return flavor["id"]
         flavor = self._call("POST", "/flavors", json={"flavor": {
-            "name": name, "ram": 1, "vcpus": 1, "disk": 0}})["flavor"]["id"]
+            "name": name, "ram": 1, "vcpus": 1, "disk": disk,
+            "os-flavor-access:is_public": projects is None}})["flavor"]["id"]
         self._call("POST", f"/flavors/{flavor}/os-extra_specs", json={"extra_specs": {
-            f"resources:{resource_class}": "1", **NO_VIRTUAL}})
+            f"resources:{resource_class}": "1", **NO_VIRTUAL, **(extra_specs or {})}})
+        for project in projects or ():
+            self._call("POST", f"/flavors/{flavor}/action",
+                       json={"addTenantAccess": {"tenant": project}})
         return flavor
 
+    def sees_flavor(self, flavor):
+        """Whether this user can read the flavor (a private one of another project: no)."""
+        resp = self.http.get(f"{self.url}/flavors/{flavor}", timeout=30)
+        assert resp.status_code in (200, 404), f"GET flavor: {resp.status_code} {resp.text}"
+        return resp.status_code == 200
+
     # -- servers ---------------------------------------------------------------
-    def boot(self, name, flavor, host=None, node=None):
+    def boot(self, name, flavor, host=None, node=None, image=None):
         """A server with no network; its id.  ``host`` (and ``node``): an admin's
         forced destination (nova's "nova:host[:node]" zone), still claimed in Placement."""
-        server = {"name": name, "flavorRef": flavor, "imageRef": self.image,
+        server = {"name": name, "flavorRef": flavor, "imageRef": image or self.image,
                   "networks": "none"}
         if host:
             server["availability_zone"] = ":".join(["nova", host, *([node] if node else [])])

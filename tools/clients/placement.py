@@ -37,6 +37,11 @@ class Placement:
         resp = self.http.get(f"{self.url}/resource_providers/{rp}/inventories", timeout=30)
         return resp.json()["inventories"] if resp.status_code == 200 else None
 
+    def aggregates(self, rp):
+        """The provider's aggregates (uuids)."""
+        return set(self._call("GET", f"/resource_providers/{rp}/aggregates",
+                              headers={"OpenStack-API-Version": "placement 1.19"})["aggregates"])
+
     def provider_trait_names(self, rp):
         """One read: the traits, or an empty set (for tight polling)."""
         resp = self.http.get(f"{self.url}/resource_providers/{rp}/traits", timeout=30)

@@ -67,11 +67,13 @@ def start(stack):
     process.log(f"glance on {stack.ports[NAME]}")
 
 
-def upload_image(stack):
-    """A public 4 KiB raw image, IMAGE_NAME (uploaded as the bootstrap admin)."""
+def upload_image(stack, name=IMAGE_NAME, properties=None):
+    """A public 4 KiB raw image (uploaded as the bootstrap admin) with ``properties``
+    (nova reads ``trait:<T>=required`` from them); its id."""
     http = clients.session({}, auth=stack.admin_auth("image"))
     image = clients.call(http, "POST", stack.url(NAME) + "/v2/images", (201,), json={
-        "name": IMAGE_NAME, "disk_format": "raw", "container_format": "bare",
-        "visibility": "public"})
+        "name": name, "disk_format": "raw", "container_format": "bare",
+        "visibility": "public", **(properties or {})})
     clients.call(http, "PUT", f"{stack.url(NAME)}/v2/images/{image['id']}/file", (204,),
-               data=b"\0" * 4096, headers={"Content-Type": "application/octet-stream"})
+                 data=b"\0" * 4096, headers={"Content-Type": "application/octet-stream"})
+    return image["id"]

@@ -98,6 +98,30 @@ def credentials(stack, name, scope=None):
     return creds
 
 
+def tenant(stack, name, role="member", user=None):
+    """Project ``name`` and a user (``user``, by default of the project's name) with
+    ``role`` in it, made once: (the project's id, a refreshing token of that user
+    scoped to it)."""
+    user_name = user or name
+    http = clients.session({}, auth=admin_token(stack, {"system": {"all": True}}))
+    api = stack.keystone_url + "/v3"
+
+    def one(kind, body):
+        found = clients.call(http, "GET", f"{api}/{kind}s?name={body['name']}", (200,))
+        if found[f"{kind}s"]:
+            return found[f"{kind}s"][0]["id"]
+        return clients.call(http, "POST", f"{api}/{kind}s", (201,), json={kind: body})[kind]["id"]
+
+    project = one("project", {"name": name, "domain_id": "default"})
+    user = one("user", {"name": user_name, "password": password(user_name),
+                        "domain_id": "default"})
+    roles = {r["name"]: r["id"] for r in clients.call(http, "GET", api + "/roles", (200,))["roles"]}
+    clients.call(http, "PUT", f"{api}/projects/{project}/users/{user}/roles/{roles[role]}",
+                 (204,))
+    return project, clients.KeystoneToken(api, user_name, password(user_name),
+                                          {"project": {"id": project}})
+
+
 def admin_token(stack, scope):
     """A refreshing token of the bootstrap admin in ``scope`` (for the clients' requests)."""
     return clients.KeystoneToken(stack.keystone_url + "/v3", "admin", ADMIN_PASSWORD, scope)

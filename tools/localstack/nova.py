@@ -66,7 +66,10 @@ def controller_sections(stack):
         "database": {"connection": mariadb.url(stack, "nova")},
         # The scheduler's own discovery of new compute hosts, a backstop: its first
         # run came about a minute late, so wait_mapped runs discover_hosts itself.
-        "scheduler": {"discover_hosts_in_cells_interval": "2", "workers": "1"},
+        "scheduler": {"discover_hosts_in_cells_interval": "2", "workers": "1",
+                      # Tenancy (tests/nova_cloud/test_tenancy.py): a project with a
+                      # tenant aggregate is confined to it; the others are not.
+                      "limit_tenants_to_placement_aggregate": "True"},
         "conductor": {"workers": "1"},
         # Tests boot more servers than the default quota (10 instances) allows.
         "quota": {"instances": "-1", "cores": "-1", "ram": "-1"},

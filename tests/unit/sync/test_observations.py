@@ -26,7 +26,29 @@ def test_round_trip_keeps_every_entry_and_stores_shared_values_once():
     assert loaded == saved and pass_number == 7
 
 
+def test_aggregates_read_are_kept_and_entries_without_them_stay_unread():
+    agg = frozenset({str(uuid.uuid4())})
+    saved = {u: Observed(u, o.generation, o.inventories, o.traits, aggregates=agg)
+             for u, o in entries(20).items()}
+    saved.update(entries(5))  # aggregates never read (tenancy off then)
+    document = observations.dump(saved, pass_number=2)
+    assert len(document["aggregates"]) == 1
+    loaded, _ = observations.load(document)
+    assert loaded == saved
+    assert sum(o.aggregates is None for o in loaded.values()) == 5
+
+
+def test_a_document_from_before_tenancy_loads_with_nothing_known_of_aggregates():
+    document = observations.dump(entries(3), pass_number=1)
+    del document["aggregates"]
+    loaded, _ = observations.load(document)
+    assert all(o.aggregates is None for o in loaded.values())
+
+
 @pytest.mark.parametrize("corrupt", [
+    lambda d: d.update(aggregates=[["not-a-uuid"]]),
+    lambda d: d["entries"].update({str(uuid.uuid4()): [1, 0, 0, 3]}),
+    lambda d: d["entries"].update({str(uuid.uuid4()): [1, 0, 0, 0, 0]}),
     lambda d: d.update(format=2),
     lambda d: d.pop("entries"),
     lambda d: d.update(traits=[["not a trait"]]),
@@ -62,7 +84,7 @@ class ReadingPlacement:
     def __init__(self, held):
         self.held, self.reads = held, 0
 
-    def observe(self, uuid):
+    def observe(self, uuid, aggregates=False):
         self.reads += 1
         return self.held[uuid]
 
@@ -135,9 +157,9 @@ def test_a_wrong_entry_read_ahead_is_repaired_in_its_pass():
 
 def test_a_read_ahead_that_outlives_its_pass_is_dropped():
     class SlowPlacement(ReadingPlacement):
-        def observe(self, uuid):
+        def observe(self, uuid, aggregates=False):
             syncer.start_pass()  # the pass failed and the next one began meanwhile
-            return super().observe(uuid)
+            return super().observe(uuid, aggregates)
 
     syncer, placement, desired = restored({"CUSTOM_A"}, {"CUSTOM_B"}, SlowPlacement)
     until_due(syncer, desired.uuid)

@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 
 from rp_reporter import model
@@ -126,3 +128,60 @@ def test_applying_the_plan_reaches_a_fixed_point(before, after):
     again = planner.apply(observed, ops).with_usages({})
     assert planner.plan(after, again) == ()
     assert again.inventories == after.inventories
+
+
+# -- tenancy: the provider's aggregates ----------------------------------------------
+
+PUBLIC = "CUSTOM_BAREMETAL_PUBLIC"
+TENANTS = frozenset({"agg-p", "agg-q"})
+
+
+def tenant_desired(aggregates, traits=()):
+    return model.Desired(NODE, NODE, GOLD, 0, frozenset(traits), aggregates=frozenset(aggregates),
+                         managed_aggregates=TENANTS)
+
+
+def holding(aggregates, traits):
+    d = tenant_desired(aggregates, traits)
+    state = planner.apply(None, planner.plan(d, None))
+    return planner.Observed(NODE, 7, state.inventories, state.traits, {}, frozenset(aggregates))
+
+
+def test_a_new_claimed_node_joins_its_aggregate_before_it_is_offered():
+    ops = planner.plan(tenant_desired({"agg-p"}), None)
+    assert [op.kind for op in ops] == ["create", "traits", "aggregates", "inventories"]
+    assert ops[2].aggregates == {"agg-p"}
+
+
+def test_a_public_node_being_claimed_loses_the_trait_before_it_joins_the_aggregate():
+    ops = planner.plan(tenant_desired({"agg-p"}), holding(set(), [PUBLIC]))
+    assert [op.kind for op in ops] == ["traits", "aggregates"]
+    assert PUBLIC not in ops[0].traits and ops[1].aggregates == {"agg-p"}
+
+
+def test_a_claimed_node_turning_public_leaves_the_aggregate_before_it_gets_the_trait():
+    ops = planner.plan(tenant_desired(set(), [PUBLIC]), holding({"agg-p", "az"}, []))
+    assert [op.kind for op in ops] == ["aggregates", "traits"]
+    assert ops[0].aggregates == {"az"} and PUBLIC in ops[1].traits
+
+
+def test_a_node_changing_hands_is_in_nobodys_tenant_aggregate_in_between():
+    ops = planner.plan(tenant_desired({"agg-q"}), holding({"agg-p", "az"}, []))
+    assert [(op.kind, op.aggregates) for op in ops] == [
+        ("aggregates", {"az"}), ("aggregates", {"az", "agg-q"})]
+
+
+def test_aggregates_the_reporter_does_not_manage_stay():
+    observed = holding({"agg-p", "someone-elses"}, [])
+    assert planner.plan(tenant_desired({"agg-p"}), observed) == ()
+
+
+def test_without_tenancy_the_aggregates_are_left_alone():
+    observed = holding({"agg-p"}, [])
+    assert planner.plan(desired(), dataclasses.replace(observed, aggregates=None)) == ()
+
+
+def test_tenancy_on_a_provider_whose_aggregates_were_not_read_is_refused():
+    observed = dataclasses.replace(holding(set(), []), aggregates=None)
+    with pytest.raises(ValueError, match="needs aggregates"):
+        planner.plan(tenant_desired({"agg-p"}), observed)

@@ -142,3 +142,51 @@ def test_a_batch_is_posted_while_the_one_before_is_in_flight():
     assert one_by_one == []
     assert sorted(r.uuid for r in results) == [n.uuid for n in nodes]
     assert all(r.outcome is provider.Outcome.CREATED for r in results)
+
+
+class HeldPlacement:
+    """One provider as Placement holds it, read and written through the client's calls."""
+
+    def __init__(self, observed):
+        self.held, self.reads, self.writes = observed, [], []
+
+    def observe(self, uuid, aggregates=False):
+        self.reads.append(aggregates)
+        held = self.held
+        return held if aggregates else provider.dataclasses.replace(held, aggregates=None)
+
+    def _write(self, kind, generation, **change):
+        assert generation == self.held.generation, "a stale generation"
+        self.writes.append((kind, *change.values()))
+        self.held = provider.dataclasses.replace(self.held, generation=generation + 1, **change)
+        return generation + 1
+
+    def set_traits(self, uuid, generation, traits):
+        return self._write("traits", generation, traits=frozenset(traits))
+
+    def set_aggregates(self, uuid, generation, aggregates):
+        return self._write("aggregates", generation, aggregates=frozenset(aggregates))
+
+
+def test_tenancy_reads_the_aggregates_and_a_cache_without_them_proves_nothing():
+    node = "00000000-0000-0000-0000-000000000005"  # never due for re-reading below
+    traits = frozenset({model.MANAGED_TRAIT})
+    held = provider.planner.Observed(node, 4, {"CUSTOM_GOLD": model.inventory(0)}, traits,
+                                     aggregates=frozenset({"agg-p"}))
+    placement = HeldPlacement(held)
+    syncer = provider.ProviderSync(placement, reverify_passes=10**6, aggregates=True)
+    syncer.reverify(node)  # the cache's entry, read as tenancy reads it
+    assert placement.reads == [True]
+    claimed_by_q = model.Desired(node, node, "CUSTOM_GOLD", 0, frozenset(),
+                                 aggregates=frozenset({"agg-q"}),
+                                 managed_aggregates=frozenset({"agg-p", "agg-q"}))
+    assert not syncer.in_step(claimed_by_q, (node, 4))
+    result = syncer.sync(claimed_by_q, listed_generation=4)
+    assert placement.writes == [("aggregates", frozenset()), ("aggregates", {"agg-q"})]
+    assert result.outcome is provider.Outcome.UPDATED
+    assert syncer.in_step(claimed_by_q, (node, 6))
+    # An entry saved before tenancy was on (no aggregates read) proves nothing.
+    syncer.forget(node)
+    syncer.restore(provider.observations.dump(
+        {node: provider.dataclasses.replace(placement.held, aggregates=None)}, 1))
+    assert not syncer.in_step(claimed_by_q, (node, 6))

@@ -51,7 +51,7 @@ class Placement:
         self.listings += 1
         return {u: (u, o.generation) for u, o in self.observed.items()}
 
-    def observe(self, uuid):
+    def observe(self, uuid, aggregates=False):
         self.reads.append(uuid)
         return self.observed.get(uuid)
 
@@ -117,7 +117,7 @@ def test_only_owned_providers_are_re_read_for_verification():
     rec, placement = reconciler(records, reverify_passes=1)  # every entry due every pass
     rec.provider_sync.restore(rec.provider_sync.snapshot())
     for u in NODES:  # observed everything, as after a run alone
-        rec.provider_sync._observe(u, None)
+        rec.provider_sync._observe(model.Desired(u, u, None, 0, frozenset()), None)
     placement.reads.clear()
     rec.drift()
     assert placement.reads and set(placement.reads) <= MINE
