@@ -207,6 +207,8 @@ def _op_words(op):
         return "create the provider"
     if op.kind == "traits":
         return f"set traits to {_names(op.traits)}"
+    if op.kind == "aggregates":
+        return f"set aggregates to {_names(op.aggregates)}"
     if op.kind == "inventories":
         return "set inventory " + (", ".join(
             f"{rc} reserved {inv['reserved']}" for rc, inv in sorted(op.inventories.items()))

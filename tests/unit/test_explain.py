@@ -153,3 +153,12 @@ def test_the_aggregates_placement_holds_are_shown_when_read():
                                 frozenset({"CUSTOM_RPR_MANAGED"}), aggregates=frozenset({"a-1"}))
     rows = said(explain.explain(node(), observed, explain.Scope()))
     assert rows["placement"].endswith("; aggregates a-1")
+
+
+def test_an_aggregate_write_is_said_in_words():
+    desired = model.Desired(UUID, UUID, "CUSTOM_BAREMETAL_GOLD", 0, frozenset(),
+                            aggregates=frozenset({"a-2"}), managed_aggregates=frozenset({"a-2"}))
+    (op,) = planner.plan(desired, planner.Observed(
+        UUID, 7, {"CUSTOM_BAREMETAL_GOLD": model.inventory(0)},
+        frozenset({"CUSTOM_RPR_MANAGED"}), {}, frozenset()))
+    assert explain._op_words(op) == "set aggregates to a-2"
