@@ -29,6 +29,11 @@ def describe_ops(result):
         added, removed = after.traits - before_traits, before_traits - after.traits
         parts.append("traits " + " ".join([f"+{t}" for t in sorted(added)]
                                           + [f"-{t}" for t in sorted(removed)]))
+    before_aggregates = (result.before.aggregates if result.before else None) or frozenset()
+    if after.aggregates is not None and before_aggregates != after.aggregates:
+        added, removed = after.aggregates - before_aggregates, before_aggregates - after.aggregates
+        parts.append("aggregates " + " ".join([f"+{a}" for a in sorted(added)]
+                                              + [f"-{a}" for a in sorted(removed)]))
     if result.before is None:
         parts.insert(0, "no provider")
     return "; ".join(parts)

@@ -81,13 +81,14 @@ class NodeSync:
             desired = self.tenancy.desired(desired, node)
         return desired
 
-    def _tenancy_refused(self, node, failures):
+    def _tenancy_refused(self, node, failures, dry_run=False):
         """Tenancy's aggregates for this node made (True: not, the reason in
-        ``failures``, and nothing of the node is written this pass)."""
+        ``failures``, and nothing of the node is written this pass).  ``dry_run``:
+        none is made, a missing one is the reason."""
         if self.tenancy is None:
             return False
         try:
-            self.tenancy.prepare(node)
+            self.tenancy.prepare(node, dry_run)
         except errors.ServiceError as e:
             self.problems.note(node.uuid, f"not synced: its tenant aggregates: {e}",
                                kind="tenant aggregates not made")
@@ -190,7 +191,7 @@ class NodeSync:
                     self.note_skipped(uuid, str(e))
                     on_invalid(uuid, f"invalid node record: {e}")
                     continue
-                if not owns(node.uuid) or self._tenancy_refused(node, failures):
+                if not owns(node.uuid) or self._tenancy_refused(node, failures, dry_run):
                     continue
                 if self.node_traits is not None and self.busy(node.uuid):
                     # The queue's fresher read judges its derived traits, not this pass.

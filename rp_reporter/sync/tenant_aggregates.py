@@ -148,11 +148,20 @@ class NodeTenancy:
         except errors.ServiceError as e:
             LOG.warning("tenant aggregates not read again, the known ones kept: %s", e)
 
-    def prepare(self, node):
+    def prepare(self, node, dry_run=False):
         """Make the aggregates this node's projects need (a call to nova only for a
         project seen for the first time).  Raises errors.ServiceError: nothing of
-        the node is written then, and its sync is retried."""
-        self.aggregates.ensure(self.claim(node.owner, node.lessee, node.automatic_lessee).projects)
+        the node is written then, and its sync is retried.  ``dry_run``: make none;
+        a project without one is this node's error (what a pass would make)."""
+        projects = self.claim(node.owner, node.lessee, node.automatic_lessee).projects
+        if not dry_run:
+            self.aggregates.ensure(projects)
+            return
+        missing = sorted(set(projects) - set(self.aggregates.known()))
+        if missing:
+            raise errors.ServiceError("nova", errors.FAILED,
+                                      f"no tenant aggregate yet for project {', '.join(missing)}"
+                                      f" (a pass makes it)")
 
     def desired(self, desired, node):
         """``desired`` with the aggregates its provider must be in."""

@@ -184,3 +184,16 @@ def test_of_driver_internal_info_a_record_keeps_the_automatic_lessee_flag_only()
     assert record == {"uuid": NODE, "owner": None, "lessee": L,
                       "driver_internal_info": {"automatic_lessee": True}}
     assert model.node_from_api(record).automatic_lessee
+
+
+def test_a_dry_run_makes_no_aggregate_and_names_the_missing_one():
+    ironic = Ironic(owner=P)
+    sync, placement, nova = syncing(ironic)
+    desired, failures = sync.desired_from_records([dict(ironic.node)], lambda uuid: True,
+                                                  lambda *a: None, dry_run=True)
+    assert desired == [] and nova.aggregates == [] and ironic.writes == []
+    assert f"no tenant aggregate yet for project {P}" in failures[NODE]
+    sync.sync(NODE)  # a real sync makes it; a dry run then plans with it
+    desired, failures = sync.desired_from_records([dict(ironic.node)], lambda uuid: True,
+                                                  lambda *a: None, dry_run=True)
+    assert failures == {} and desired[0].aggregates == {tenant_uuid(nova, P)}
