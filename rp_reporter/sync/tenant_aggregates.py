@@ -41,6 +41,7 @@ class TenantAggregates:
     def __init__(self, adapter):
         self._adapter = adapter
         self._known = {}
+        self._uuids = frozenset()  # of every one known: asked once per node a pass
         self._lock = threading.Lock()
 
     def _request(self, method, url, expect, json=None):
@@ -74,22 +75,30 @@ class TenantAggregates:
                 known[project] = aggregate["uuid"]
         with self._lock:
             self._known = known
+            self._uuids = frozenset(known.values())
         return dict(known)
 
     def known(self):
         with self._lock:
             return dict(self._known)
 
+    def uuids(self):
+        """Every tenant aggregate's uuid (one object until the set changes)."""
+        with self._lock:
+            return self._uuids
+
     def ensure(self, projects):
         """{project: uuid} for ``projects``, making the aggregates nova lacks."""
-        known = self.known()
-        missing = set(projects) - set(known)
-        if missing:
-            known = self.refresh()
+        with self._lock:
+            found = {p: self._known[p] for p in projects if p in self._known}
+        if len(found) == len(projects):
+            return found  # the usual case: no copy of what is known
+        known = self.refresh()
         for project in sorted(set(projects) - set(known)):
             known[project] = self._make(project)
             with self._lock:
                 self._known[project] = known[project]
+                self._uuids = self._uuids | {known[project]}
         return {p: known[p] for p in projects}
 
     def _make(self, project):
@@ -167,9 +176,9 @@ class NodeTenancy:
         """``desired`` with the aggregates its provider must be in."""
         projects = self.claim(node.owner, node.lessee, node.automatic_lessee).projects
         tenants = self.aggregates.ensure(projects)
-        managed = self._share(frozenset(self.aggregates.known().values()))
         wanted = self._share(tenancy.wanted_aggregates(projects, tenants, self.kept))
-        return dataclasses.replace(desired, aggregates=wanted, managed_aggregates=managed)
+        return dataclasses.replace(desired, aggregates=wanted,
+                                   managed_aggregates=self.aggregates.uuids())
 
     def _share(self, value):
         return self._shared.setdefault(value, value)

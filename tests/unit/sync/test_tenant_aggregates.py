@@ -103,3 +103,12 @@ def test_a_user_without_nova_admin_gets_one_line_naming_the_grant():
     assert raised.value.kind == errors.DENIED
     assert str(raised.value).startswith("[nova] nova GET /os-aggregates: 403")
     assert "admin role" in str(raised.value) and "\n" not in str(raised.value)
+
+
+def test_every_known_uuid_is_one_object_until_the_set_changes():
+    aggregates = tenant_aggregates.TenantAggregates(Nova())
+    aggregates.ensure([P])
+    first = aggregates.uuids()
+    assert first is aggregates.uuids() and len(first) == 1
+    aggregates.ensure([P, Q])
+    assert aggregates.uuids() == set(aggregates.known().values()) and len(aggregates.uuids()) == 2
