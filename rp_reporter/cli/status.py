@@ -19,8 +19,16 @@ def _class_and_reserved(inventories):
             " ".join(str(inventories[rc]["reserved"]) for rc in sorted(inventories)))
 
 
+def _may_deploy(node, options):
+    """Who may deploy on the node ([tenancy]): its projects, or "public"."""
+    claim = tenancy.claim(node.owner, node.lessee, node.automatic_lessee, options.rule,
+                          frozenset(options.public_owners))
+    return " ".join(sorted(claim.projects)) or "public"
+
+
 class Status(app.CommandMixin, lister.Lister):
-    """One row per node (all nodes in scope when none is named)."""
+    """One row per node (all nodes in scope when none is named); with [tenancy]
+    enabled, who may deploy on it (``may_deploy``)."""
 
     COLUMNS = ("node", "name", "provision_state", "power_state", "maintenance", "instance",
                "desired_class", "desired_reserved", "placement_class", "placement_reserved",
@@ -79,7 +87,7 @@ class Status(app.CommandMixin, lister.Lister):
                                  f"for it (one log line; sync failures, invalid_node)"))
                     continue
                 rows.append((str(record.get("uuid")), "", "", "", "", "", f"invalid: {e}",
-                             "", "", "", "", ""))
+                             "", "", "", "", "") + (("",) if conf.tenancy.enabled else ()))
                 continue
             desired = model.desired(node, skip_reserve_in_use=conf.reconcile.skip_reserve_in_use)
             observed = placement.observe(node.uuid, aggregates=conf.tenancy.enabled)
@@ -103,5 +111,8 @@ class Status(app.CommandMixin, lister.Lister):
                          node.power_state or "", node.maintenance, node.instance_uuid or "",
                          want_rc or f"(none: {desired.problem})", want_reserved,
                          have_rc, have_reserved, planner.plan(desired, observed) == (),
-                         ring.owner(node.uuid) if ring else "(no live agent)"))
-        return (self.EXPLAIN_COLUMNS if args.explain else self.COLUMNS), rows
+                         ring.owner(node.uuid) if ring else "(no live agent)")
+                        + ((_may_deploy(node, conf.tenancy),) if conf.tenancy.enabled else ()))
+        if args.explain:
+            return self.EXPLAIN_COLUMNS, rows
+        return self.COLUMNS + (("may_deploy",) if conf.tenancy.enabled else ()), rows

@@ -134,3 +134,25 @@ def test_status_shows_reserved_in_both_columns_once_synced(ironic, cli):
     assert (row["desired_reserved"], row["placement_class"], row["placement_reserved"]) == (
         "1", GOLD, "1")
     assert row["in_step"] is True and row["owner"] == "rp-local"
+
+
+def test_status_with_tenancy_says_who_may_deploy_and_why(ironic, cli, stack, shard, tmp_path):
+    """Tenancy's decision read from the real Ironic record (owner, lessee); nova is never
+    called by status (its endpoint here answers nothing)."""
+    conf = tmp_path / "tenancy.conf"
+    conf.write_text(stack.reporter_conf(
+        ironic={"shard": shard}, tenancy={"enabled": "True", "public_owners": "ops"},
+        nova={"auth_type": "none", "endpoint_override": "http://127.0.0.1:9"}))
+    leased, operators = ironic.create(), ironic.create()
+    lessee = "l" * 32
+    ironic.patch(leased, owner="o" * 32, lessee=lessee)
+    ironic.patch(operators, owner="ops")
+    code, rows, _ = run_json(cli, "status", leased, operators, config_file=str(conf))
+    assert code == 0
+    assert {r["node"]: r["may_deploy"] for r in rows} == {leased: lessee, operators: "public"}
+    code, rows, _ = run_json(cli, "status", "--explain", leased, config_file=str(conf))
+    said = {r["rule"]: r["explanation"] for r in rows}
+    assert said["tenancy"].startswith(f"may deploy: lessee {lessee}. Its provider is in the "
+                                      f"nova aggregate rp-reporter-tenant-{lessee}")
+    code, rows, _ = run_json(cli, "status", leased)  # tenancy off: no such column
+    assert "may_deploy" not in rows[0]
