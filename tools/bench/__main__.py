@@ -60,7 +60,8 @@ Each benchmark is the module of tools/bench/ named after its subcommand; what
 they share is tools/bench/common.py, the summary and plots tools/bench/report.py.
 The soaks are commands of their own beside them, saving to bench-results/ too:
 ``python -m tools.bench.soak`` (tox -e soak) and ``python -m tools.bench.fault_soak``
-(tox -e fault-soak).
+(tox -e fault-soak); and nova at fleet size, ``python -m tools.bench.nova_scale`` from
+the nova-cloud environment (it runs that environment's nova-compute).
 """
 
 import argparse
