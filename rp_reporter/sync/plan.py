@@ -70,10 +70,12 @@ def target_traits(desired, current):
     return model.provider_traits(desired, current)
 
 
-def needs_aggregates(desired, observed):
-    """True when the plan decides the provider's aggregates (tenancy on) and so
-    needs what it is in now."""
-    return desired.aggregates is not None and observed is not None
+def lacks_aggregates(desired, observed):
+    """True when the plan decides the provider's aggregates (tenancy on) and
+    ``observed`` does not say what it is in now (not read, or a cache entry from
+    before tenancy): it must be read first."""
+    return (desired.aggregates is not None and observed is not None
+            and observed.aggregates is None)
 
 
 def target_inventories(desired, observed):
@@ -113,7 +115,7 @@ def plan(desired, observed):
         return (*ops, SetInventories(desired.inventories))
     if needs_usages(desired, observed) and observed.usages is None:
         raise ValueError(f"plan for {desired.uuid} needs usages")
-    if needs_aggregates(desired, observed) and observed.aggregates is None:
+    if lacks_aggregates(desired, observed):
         raise ValueError(f"plan for {desired.uuid} needs aggregates")
     traits = target_traits(desired, observed.traits)
     set_traits = [SetTraits(traits)] if traits != observed.traits else []

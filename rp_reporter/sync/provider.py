@@ -99,11 +99,6 @@ class _Interned:
                                    aggregates=self.aggregates(observed.aggregates))
 
 
-def _lacks_aggregates(desired, observed):
-    """Tenancy decides this provider's aggregates, and they were not read."""
-    return desired.aggregates is not None and observed.aggregates is None
-
-
 def unchanged(desired):
     """The Result for a node whose provider, as the cache proves, already holds ``desired``."""
     return Result(desired.uuid, _outcome((), desired), reason=desired.problem)
@@ -214,7 +209,7 @@ class ProviderSync:
                 self._cache.pop(desired.uuid, None)
                 return False
         in_step = (not planner.needs_usages(desired, cached)
-                   and not _lacks_aggregates(desired, cached)
+                   and not planner.lacks_aggregates(desired, cached)
                    and planner.plan(desired, cached) == ())
         if (observations.due(desired.uuid, self.pass_number, self.reverify_passes)
                 and desired.uuid not in self._reverified):
@@ -230,7 +225,7 @@ class ProviderSync:
             return None  # create it; a 409 means it exists and we adopt it
         with self._lock:
             cached = self._cache.get(uuid)
-        if (cached is not None and not _lacks_aggregates(desired, cached)
+        if (cached is not None and not planner.lacks_aggregates(desired, cached)
                 and (listed_generation is USE_CACHE or cached.generation == listed_generation)):
             return cached
         observed = self.placement.observe(uuid, aggregates=desired.aggregates is not None)
