@@ -18,8 +18,6 @@ those are ever removed.  The order loses nothing to a crash at any point:
    traits recorded: the next run drops them from the record).
 """
 
-import dataclasses
-
 from rp_reporter import tenancy as tenancy_names
 from rp_reporter import traits
 from rp_reporter.sync import ironic as ironic_sync
@@ -54,14 +52,10 @@ class NodeTraits:
         """The changes for a node record (uuid, traits, properties, extra): pure."""
         current = frozenset(t for t in (record.get("traits") or ()) if isinstance(t, str))
         recorded = traits.recorded_traits(record.get("extra"))
-        derived = self.derived(record)
-        changes = traits.trait_changes(current, recorded, derived)
-        public = tenancy_names.PUBLIC_TRAIT
-        if self.tenancy is not None and public in current and public not in derived:
-            # The public trait is tenancy's alone, however it got there: one set by
-            # hand on a claimed node would let every project in.
-            changes = dataclasses.replace(changes, remove=changes.remove | {public})
-        return changes
+        # The public trait is tenancy's alone, however it got there: one set by hand
+        # on a claimed node would let every project in.
+        owned = {tenancy_names.PUBLIC_TRAIT} if self.tenancy is not None else ()
+        return traits.trait_changes(current, recorded, self.derived(record), owned)
 
     def apply(self, record, dry_run=False):
         """Make the node carry its derived traits; returns what it changed (or, with

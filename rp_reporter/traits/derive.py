@@ -112,16 +112,18 @@ class TraitChanges:
         return bool(self.add or self.remove or self.recorded != self.previous)
 
 
-def trait_changes(current, recorded, derived):
+def trait_changes(current, recorded, derived, owned=frozenset()):
     """What to write so the node carries its derived traits.
 
     Adds what is derived and missing; removes only what this tool recorded as added
     and no longer derives.  A trait the node had before it was derived is never
-    recorded as ours, so never removed; neither is a trait set by hand.
+    recorded as ours, so never removed; neither is a trait set by hand, unless it is
+    ``owned``: a trait this tool alone decides (tenancy's public trait), removed when
+    not derived however it got there, and never recorded for it.
     """
     current, recorded, derived = frozenset(current), frozenset(recorded), frozenset(derived)
     add = derived - current
-    remove = (recorded - derived) & current
+    remove = ((recorded | frozenset(owned)) - derived) & current
     after = (current | add) - remove
     return TraitChanges(add=add, remove=remove,
                         recorded=(recorded & derived & after) | add, previous=recorded)

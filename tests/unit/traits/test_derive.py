@@ -91,6 +91,19 @@ def test_a_recorded_trait_removed_by_hand_leaves_the_record():
     assert c.remove == frozenset() and c.recorded == frozenset() and c.changed
 
 
+def test_an_owned_trait_is_removed_when_not_derived_and_never_recorded_for_it():
+    hand_set = traits.trait_changes(current={"CUSTOM_PUBLIC", "CUSTOM_HAND"}, recorded=set(),
+                                    derived=set(), owned={"CUSTOM_PUBLIC"})
+    assert hand_set.remove == {"CUSTOM_PUBLIC"} and hand_set.recorded == frozenset()
+    # Once gone, nothing more to write: no record churns on the next look.
+    again = traits.trait_changes(current={"CUSTOM_HAND"}, recorded=set(), derived=set(),
+                                 owned={"CUSTOM_PUBLIC"})
+    assert not again.changed
+    derived = traits.trait_changes(current=set(), recorded=set(), derived={"CUSTOM_PUBLIC"},
+                                   owned={"CUSTOM_PUBLIC"})
+    assert derived.add == {"CUSTOM_PUBLIC"} and derived.recorded == {"CUSTOM_PUBLIC"}
+
+
 _traits = st.frozensets(st.sampled_from(["CUSTOM_A", "CUSTOM_B", "CUSTOM_C", "CUSTOM_D"]))
 
 
