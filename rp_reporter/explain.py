@@ -144,8 +144,7 @@ def _traits(desired, observed):
 def _tenancy(node, scope):
     if scope.tenancy_rule is None:
         return
-    claim = tenancy.claim(node.owner, node.lessee, node.automatic_lessee, scope.tenancy_rule,
-                          scope.public_owners)
+    claim = tenancy.claim_on(node, scope.tenancy_rule, scope.public_owners)
     public = tenancy.PUBLIC_TRAIT
     if claim.public:
         yield ("tenancy", f"{claim.why}. The node carries {public} (on the Ironic node, so "

@@ -83,6 +83,11 @@ def claim(owner, lessee, automatic_lessee=False, rule=LESSEE_ELSE_OWNER,
     return Claim(projects, "; ".join([why, *notes]))
 
 
+def claim_on(node, rule=LESSEE_ELSE_OWNER, public_owners=frozenset()):
+    """``claim`` of a model.Node (its owner, lessee and automatic_lessee)."""
+    return claim(node.owner, node.lessee, node.automatic_lessee, rule, public_owners)
+
+
 def aggregate_name(project):
     return AGGREGATE_PREFIX + project
 

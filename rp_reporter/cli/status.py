@@ -21,8 +21,7 @@ def _class_and_reserved(inventories):
 
 def _may_deploy(node, options):
     """Who may deploy on the node ([tenancy]): its projects, or "public"."""
-    claim = tenancy.claim(node.owner, node.lessee, node.automatic_lessee, options.rule,
-                          frozenset(options.public_owners))
+    claim = tenancy.claim_on(node, options.rule, frozenset(options.public_owners))
     return " ".join(sorted(claim.projects)) or "public"
 
 

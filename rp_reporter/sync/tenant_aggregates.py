@@ -14,6 +14,7 @@ refused (409) and it reads the first's.
 """
 
 import dataclasses
+import functools
 import logging
 import threading
 
@@ -136,14 +137,20 @@ class NodeTenancy:
         self.kept = frozenset(kept)
         # A fleet has few distinct answers: one object each, not one per provider.
         self._shared = {}
+        # A node's claim is asked for three times a sync (its aggregates made, its
+        # derived traits, its desired provider), and a fleet has few distinct ones.
+        self.claim = functools.lru_cache(maxsize=4096)(self._claim)
 
-    def claim(self, owner, lessee, automatic_lessee):
+    def _claim(self, owner, lessee, automatic_lessee):
         return tenancy.claim(owner, lessee, automatic_lessee, self.rule, self.public_owners)
 
     def claim_of(self, record):
         """The claim on an Ironic node record (the derived traits' input)."""
         return self.claim(record.get("owner"), record.get("lessee"),
                           model.automatic_lessee(record))
+
+    def _claim_on(self, node):
+        return self.claim(node.owner, node.lessee, node.automatic_lessee)
 
     def derived_traits(self, record):
         return tenancy.derived_traits(self.claim_of(record))
@@ -162,7 +169,7 @@ class NodeTenancy:
         project seen for the first time).  Raises errors.ServiceError: nothing of
         the node is written then, and its sync is retried.  ``dry_run``: make none;
         a project without one is this node's error (what a pass would make)."""
-        projects = self.claim(node.owner, node.lessee, node.automatic_lessee).projects
+        projects = self._claim_on(node).projects
         if not dry_run:
             self.aggregates.ensure(projects)
             return
@@ -174,7 +181,7 @@ class NodeTenancy:
 
     def desired(self, desired, node):
         """``desired`` with the aggregates its provider must be in."""
-        projects = self.claim(node.owner, node.lessee, node.automatic_lessee).projects
+        projects = self._claim_on(node).projects
         tenants = self.aggregates.ensure(projects)
         wanted = self._share(tenancy.wanted_aggregates(projects, tenants, self.kept))
         return dataclasses.replace(desired, aggregates=wanted,
