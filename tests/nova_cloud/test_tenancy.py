@@ -88,10 +88,11 @@ class Tenancy:
     def node(self, uuid):
         return next(name for name, node in self.nodes.items() if node == uuid)
 
-    def tenant_aggregate(self, project):
-        aggregates = self.admin._call("GET", "/os-aggregates")["aggregates"]
-        return next((a["uuid"] for a in aggregates
-                     if tenancy.tenant_project(a) == self.projects[project]), None)
+    def tenant_aggregates(self):
+        """{project name ("P"...): its tenant aggregate's uuid} as nova has them."""
+        names = {project: name for name, project in self.projects.items()}
+        return {names[tenancy.tenant_project(a)]: a["uuid"] for a in self.admin.aggregates()
+                if tenancy.tenant_project(a) in names}
 
     def marks(self, name):
         """(has the public trait, the provider's aggregates) as nova's scheduler sees them."""
@@ -103,10 +104,11 @@ class Tenancy:
         if self.placement.offered(PLACEMENT_CLASS) != set(self.nodes.values()):
             return False
         wanted = {"N1": "P", "N2": "L", "N3": "O"}
+        tenants = self.tenant_aggregates()
         for name in self.nodes:
             public, aggregates = self.marks(name)
             project = wanted.get(name)
-            tenant = self.tenant_aggregate(project) if project else None
+            tenant = tenants.get(project)
             if public != (project is None) or aggregates != ({tenant} if tenant else set()):
                 return False
         return True
@@ -191,7 +193,7 @@ def test_an_owner_set_and_unset_takes_the_node_from_q_and_gives_it_back(cloud):
     other = "N4" if taken == "N5" else "N5"
     changed = time.monotonic()
     cloud.ironic.patch(cloud.nodes[other], owner=cloud.projects["P"])
-    p_aggregate = cloud.tenant_aggregate("P")
+    p_aggregate = cloud.tenant_aggregates()["P"]
     wait_for(lambda: cloud.marks(other) == (False, {p_aggregate}), 30, "the claim in Placement",
              interval=0.1)
     claimed_s = time.monotonic() - changed

@@ -51,6 +51,10 @@ class Nova:
         assert resp.status_code in (200, 404), f"GET flavor: {resp.status_code} {resp.text}"
         return resp.status_code == 200
 
+    def aggregates(self):
+        """nova's host aggregates (os-aggregates records, with their uuids)."""
+        return self._call("GET", "/os-aggregates")["aggregates"]
+
     # -- servers ---------------------------------------------------------------
     def boot(self, name, flavor, host=None, node=None, image=None):
         """A server with no network; its id.  ``host`` (and ``node``): an admin's
