@@ -131,6 +131,10 @@ class Tenancy:
         self.servers = []
         wait_for(lambda: all(self.ironic.get(n)["provision_state"] == "available"
                              for n in self.nodes.values()), 120, "every node available again")
+        # Available in Ironic is not yet offered: the freed node's inventory and the
+        # server's allocation reach Placement a moment later (a CI run booted Q's next
+        # server into that moment and got "No valid host").
+        wait_for(self.settled, 60, "every node offered with its tenancy again", interval=0.5)
 
 
 @pytest.fixture(scope="module")
