@@ -11,6 +11,7 @@
     tox -e bench -- sweep --nodes 1000 --workers 4 8 16 32 --bulk-batch 100 250
     tox -e bench -- fleet --nodes 10000 --agents 1 2 4 8  # cost per interval as agents are added
     tox -e bench -- scale --nodes 100000 --agents 1 4     # 10^5 in the real services (MariaDB)
+    tox -e bench -- nova-scale --nodes 1000     # real nova-compute services at fleet size
 
 Every contender runs against the same kind of Placement: by default Placement
 (and Ironic) on MariaDB, one private mariadbd per stack with a database per
@@ -60,8 +61,8 @@ Each benchmark is the module of tools/bench/ named after its subcommand; what
 they share is tools/bench/common.py, the summary and plots tools/bench/report.py.
 The soaks are commands of their own beside them, saving to bench-results/ too:
 ``python -m tools.bench.soak`` (tox -e soak) and ``python -m tools.bench.fault_soak``
-(tox -e fault-soak); and nova at fleet size, ``python -m tools.bench.nova_scale`` from
-the nova-cloud environment (it runs that environment's nova-compute).
+(tox -e fault-soak).  nova-scale is described in tools/bench/nova_scale.py (it runs the
+whole nova of the nova-cloud profile, with this environment's nova-compute).
 """
 
 import argparse
@@ -71,6 +72,7 @@ from tools.bench import common
 from tools.bench import compare
 from tools.bench import fleet
 from tools.bench import latency
+from tools.bench import nova_scale
 from tools.bench import reconcile
 from tools.bench import report
 from tools.bench import reshaper
@@ -81,7 +83,7 @@ from tools.bench import sweep
 
 # The benchmarks that run on their own and print their own table (no summary).
 ALONE = {"reconcile": reconcile, "latency": latency, "ring": ring, "sweep": sweep,
-         "reshaper": reshaper, "fleet": fleet, "scale": scale}
+         "reshaper": reshaper, "fleet": fleet, "scale": scale, "nova-scale": nova_scale}
 
 
 def parser():
@@ -135,6 +137,10 @@ def parser():
     scale_cmd.add_argument("--passes", type=int, default=3,
                            help="passes per agent: the first (a new process), then warm")
     scale_cmd.add_argument("--toggles", type=int, default=200)
+    nova_scale.add_arguments(sub.add_parser(
+        "nova-scale", help="real nova-compute services over thousands of Ironic nodes: stock "
+        "nova with one service and with shards, rp_reporter's driver on the ring",
+        parents=[shared]))
     ring_cmd = sub.add_parser("ring", parents=[shared])
     ring_cmd.add_argument("--partitions", type=int, default=1024)
     compare_cmd = sub.add_parser("compare", help="side by side with nova's report client",
