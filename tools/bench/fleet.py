@@ -47,7 +47,8 @@ REPAIRS = 3
 
 
 class Agents:
-    """``count`` agent processes on one Redis ring, each with its metrics port."""
+    """``count`` agent processes on one ring (the stack's coordination backend: Redis, or
+    etcd on the production profiles), each with its metrics port."""
 
     def __init__(self, stack, workdir, count, interval, overrides):
         self.procs, self.ports, self.interval = [], [], interval
@@ -58,7 +59,7 @@ class Agents:
             path = os.path.join(workdir, f"agent-{count}-{i}.conf")
             sections = {"DEFAULT": {"host": f"fleet-{i}", "state_path": state},
                         "ironic": {"shard": SHARD}, "reconcile": {"interval": interval},
-                        "coordination": {"backend_url": stack.redis_url},
+                        "coordination": {"backend_url": stack.coordination_url},
                         "agent": {"metrics_bind": f"127.0.0.1:{port}"}}
             for section, values in overrides.items():
                 sections.setdefault(section, {}).update(values)
