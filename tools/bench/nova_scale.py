@@ -25,9 +25,11 @@ stopped before the next starts; the setups run in the order given, later ones be
 the earlier ones' idle nodes.
 """
 
+import concurrent.futures
 import datetime
 import os
 import re
+import signal
 import statistics
 import tempfile
 import time
@@ -36,6 +38,7 @@ from tools import clients
 from tools import localstack
 from tools.bench import common
 from tools.bench import fleet
+from tools.wait import NotSeen
 from tools.wait import wait_for
 
 SETUPS = ("stock_one", "stock_shards", "rp_reporter")
@@ -53,22 +56,38 @@ HELD = re.compile(r"^(\S+ \S+) \d+ DEBUG oslo_concurrency\.lockutils \[(?:None )
                   r" :: held (\d+\.\d+)s")
 
 
-def periodics(log_path, now=None):
-    """[(start, seconds, nodes)] of each finished update_available_resource periodic in
-    one service's log, in order: from its first node's release of the resource tracker's
-    lock to its last.  The latest is left out while it may still be running."""
-    runs = {}
+def runs(log_path):
+    """[(first, last, nodes)] of each update_available_resource periodic in one
+    service's log, in order of start: its first and last release of the resource
+    tracker's lock (time.time() values) and how many nodes it went over."""
+    found = {}
     with open(log_path, errors="replace") as f:
         for line in f:
-            found = HELD.match(line)
-            if found:
-                at = datetime.datetime.fromisoformat(found.group(1)).timestamp()
-                first, _, count = runs.get(found.group(2), (at, at, 0))
-                runs[found.group(2)] = (first, at, count + 1)
-    ordered = sorted(runs.values())
+            held = HELD.match(line)
+            if held:
+                at = datetime.datetime.fromisoformat(held.group(1)).timestamp()
+                first, _, count = found.get(held.group(2), (at, at, 0))
+                found[held.group(2)] = (first, at, count + 1)
+    return sorted(found.values())
+
+
+def periodics(log_path, now=None):
+    """[(start, seconds, nodes)] of each finished periodic in one service's log; the
+    latest is left out while it may still be running."""
+    ordered = runs(log_path)
     if ordered and (now or time.time()) - ordered[-1][1] < RUNNING_WITHIN_S:
         ordered.pop()
     return [(first, last - first, count) for first, last, count in ordered]
+
+
+def during_periodic(log_path, start, end, now=None):
+    """Whether a periodic of the service ran at some time in [start, end] (one that
+    may still be running counts as running until ``now``)."""
+    now = now or time.time()
+    spans = [[first, last] for first, last, _ in runs(log_path)]
+    if spans and now - spans[-1][1] < RUNNING_WITHIN_S:
+        spans[-1][1] = now
+    return any(first <= end and last >= start for first, last in spans)
 
 
 def failed_periodics(log_path):
@@ -139,6 +158,67 @@ class Setup:
         return {host: self.stack.service(f"nova-compute-{host}").proc.pid
                 for host in self.hosts}
 
+    def boots(self, nova, flavor, logs, sequential, at_once, timeout):
+        """Servers booted one after another, then ``at_once`` together: for each,
+        (seconds from the API call to ACTIVE, whether a periodic of the service that
+        built it ran meanwhile); failed builds are counted apart.  The servers are
+        left for ``reuse``."""
+        def boot(i):
+            started = time.time()
+            server = nova.boot(f"{self.resource_class}-{i}", flavor)
+            built = nova.wait_built(server, timeout)
+            ended = time.time()
+            host = built.get("OS-EXT-SRV-ATTR:host")
+            return {"server": server, "status": built["status"], "s": ended - started,
+                    "node": built.get("OS-EXT-SRV-ATTR:hypervisor_hostname"),
+                    "during": host in logs and during_periodic(logs[host], started, ended),
+                    "together": i >= sequential}
+        made = [boot(i) for i in range(sequential)]
+        with concurrent.futures.ThreadPoolExecutor(at_once) as pool:
+            made += pool.map(boot, range(sequential, sequential + at_once))
+        return made
+
+    def reuse(self, nova, booted, timeout):
+        """Delete the servers; for each freed node the seconds from Ironic saying it is
+        available to Placement offering it (polled every half second)."""
+        ironic = clients.Ironic(self.stack.ironic_url, None,
+                                auth=self.stack.admin_auth("baremetal"))
+        for made in booted:
+            nova.delete(made["server"])
+        pending = {made["node"] for made in booted if made["node"]}
+        available, offered = {}, {}
+
+        def all_offered():
+            now = time.monotonic()
+            for node in pending - set(available):
+                if ironic.get(node)["provision_state"] == "available":
+                    available[node] = now
+            for node in set(available) & self.placement.offered(self.placement_class):
+                offered.setdefault(node, now)
+            return set(offered) >= pending
+        wait_for(all_offered, timeout, f"{self.name}: every freed node offered", interval=0.5)
+        return [offered[n] - available[n] for n in pending]
+
+    def kill(self, nova, timeout):
+        """SIGKILL the first service; seconds until each node it had is schedulable
+        through a survivor (its compute node record on a live service, and offered),
+        or None when not within ``timeout`` (a static shard's nodes wait for their
+        service)."""
+        victim = self.hosts[0]
+        had = {n for n, homes in nova.compute_nodes().items() if victim in homes}
+        os.kill(self.stack.service(f"nova-compute-{victim}").proc.pid, signal.SIGKILL)
+        killed = time.monotonic()
+
+        def rehomed():
+            homes = nova.compute_nodes()
+            return (all(homes.get(n) and victim not in homes[n] for n in had)
+                    and had <= self.placement.offered(self.placement_class))
+        try:
+            return wait_for(rehomed, timeout, f"{self.name}: {victim}'s nodes through a "
+                            "survivor", interval=1) - killed, len(had)
+        except NotSeen:
+            return None, len(had)
+
     def stop(self):
         for host in self.hosts:
             self.stack.service(f"nova-compute-{host}").stop()
@@ -154,6 +234,23 @@ def cpu_of(stack, setup):
     return found
 
 
+def latency_figures(booted):
+    """p50/p99 of the built servers' boot seconds, apart for those a periodic of their
+    service overlapped (None where there were none)."""
+    figures = {"boots": len(booted), "boots_failed": sum(b["status"] != "ACTIVE" for b in booted)}
+    for label, during in (("idle", False), ("during_periodic", True)):
+        took = [b["s"] for b in booted if b["status"] == "ACTIVE" and b["during"] == during]
+        figures[f"boots_{label}"] = len(took)
+        for q in (50, 99):
+            figures[f"boot_p{q}_{label}_s"] = round(common.percentile(took, q), 2) if took else None
+    return figures
+
+
+def allocated(placement, servers):
+    """The servers (of ``servers``) Placement holds an allocation for."""
+    return sum(1 for server in servers if placement.allocations(server))
+
+
 def measure(stack, name, nodes, args, workdir):
     """One setup at one fleet size: its row of figures."""
     setup = Setup(stack, name, nodes, args.periodic, os.path.join(workdir, f"{name}-{nodes}"))
@@ -162,46 +259,70 @@ def measure(stack, name, nodes, args, workdir):
     node_ids = setup.make_nodes()
     print(f"{name}: {nodes} nodes in Ironic in {time.monotonic() - made:.0f} s", flush=True)
     nova = clients.Nova(stack)
+    flavor = nova.flavor(f"bm-{setup.resource_class}", setup.placement_class)
     started = time.monotonic()
     logs = setup.start()
+    row = {"nodes": nodes, "setup": name, "services": len(setup.hosts),
+           "agents": AGENTS if name == "rp_reporter" else 0,
+           "periodic_interval_s": args.periodic,
+           "lease_s": LEASE if name == "rp_reporter" else None}
     try:
         offered = wait_for(lambda: len(setup.placement.offered(setup.placement_class)) >= nodes,
                            args.timeout, f"{name}: {nodes} nodes offered", interval=5,
                            ignore=(AssertionError,))
-        cold_s = offered - started
-        print(f"{name}: every node offered {cold_s:.0f} s after the services' start",
-              flush=True)
+        row["cold_start_to_schedulable_s"] = round(offered - started, 1)
+        print(f"{name}: every node offered {offered - started:.0f} s after the services' "
+              "start", flush=True)
         wait_for(lambda: all(periodics(log) for log in logs.values()), args.timeout,
                  f"{name}: a whole periodic of every service", interval=5)
         before, window_start = cpu_of(stack, setup), time.time()
         time.sleep(args.observe)
         after = cpu_of(stack, setup)
-        runs = {host: periodics(log) for host, log in logs.items()}
-        in_window = sum(1 for host_runs in runs.values() for start, _, _ in host_runs
+        runs_now = {host: periodics(log) for host, log in logs.items()}
+        in_window = sum(1 for host_runs in runs_now.values() for start, _, _ in host_runs
                         if start >= window_start) or 1
-        homes = nova.compute_nodes()
-        row = {
-            "nodes": nodes, "setup": name, "services": len(setup.hosts),
-            "agents": AGENTS if setup.agents else 0,
-            "cold_start_to_schedulable_s": round(cold_s, 1),
-            "periodic_interval_s": args.periodic,
-            "lease_s": LEASE if name == "rp_reporter" else None,
+        row.update({
             # each service's periodics: [seconds, nodes] in order, the first at its start
-            "periodics": {h: [[round(s, 1), n] for _, s, n in r] for h, r in runs.items()},
+            "periodics": {h: [[round(s, 1), n] for _, s, n in r] for h, r in runs_now.items()},
             "periodic_s": {h: round(statistics.median(s for _, s, _ in r[1:] or r), 1)
-                           for h, r in runs.items() if r},
-            "periodics_failed": {h: failed_periodics(log) for h, log in logs.items()},
+                           for h, r in runs_now.items() if r},
             "observed_s": args.observe, "periodics_in_window": in_window,
             "cpu_per_periodic_s": {k: round((after[k] - before[k]) / in_window, 2)
-                                   for k in after},
-            "service_cpu_s": {h: round(after[h], 1) for h in setup.hosts},
-            "service_peak_rss_mib": {h: round(common.peak_rss(pid) / 2**20, 1)
-                                     for h, pid in setup.processes().items()},
-            "records_missing": sum(1 for n in node_ids if not homes.get(n)),
+                                   for k in after}})
+        booted = setup.boots(nova, flavor, logs, args.boots, args.boots_at_once, args.timeout)
+        row.update(latency_figures(booted))
+        print(f"{name}: {latency_figures(booted)}", flush=True)
+        sequential = [b for b in booted if not b["together"] and b["status"] == "ACTIVE"]
+        kept = [b["server"] for b in booted if b["together"] and b["status"] == "ACTIVE"]
+        reused = setup.reuse(nova, sequential, args.timeout)
+        row["reuse_s"] = [round(s, 2) for s in sorted(reused)]
+        row["reuse_p50_s"] = round(statistics.median(reused), 2) if reused else None
+        row["service_peak_rss_mib"] = {h: round(common.peak_rss(pid) / 2**20, 1)
+                                       for h, pid in setup.processes().items()}
+        row["service_cpu_s"] = {h: round(common.process_cpu(pid), 1)
+                                for h, pid in setup.processes().items()}
+        homes_before = nova.compute_nodes()
+        offered_before = setup.placement.offered(setup.placement_class)
+        allocations_before = allocated(setup.placement, kept)
+        if len(setup.hosts) > 1:
+            kill_s, victims_nodes = setup.kill(
+                nova, LEASE + 2 * max(row["periodic_s"].values()) + args.periodic + 60)
+            row["kill_to_free_schedulable_s"] = kill_s and round(kill_s, 1)
+            row["killed_service_nodes"] = victims_nodes
+        else:
+            row["kill_to_free_schedulable_s"] = None  # no survivor: one service
+        homes = nova.compute_nodes()
+        row.update({
+            "records_deleted": sum(1 for n in node_ids if homes_before.get(n)
+                                   and not homes.get(n)),
             "records_doubled": sum(1 for n in node_ids if len(homes.get(n, ())) > 1),
-            "providers_missing": nodes - len(setup.placement.offered(setup.placement_class)),
-            "load": common.load(),
-        }
+            "providers_deleted": len(offered_before - setup.placement.provider_uuids()),
+            "allocations_lost": allocations_before - allocated(setup.placement, kept),
+            "servers_kept_through_kill": len(kept),
+            "periodics_failed": {h: failed_periodics(log) for h, log in logs.items()},
+            "load": common.load()})
+        for server in kept:
+            nova.delete(server)
     finally:
         setup.stop()
     return row
@@ -233,3 +354,7 @@ def add_arguments(parser):
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--observe", type=float, default=180,
                         help="seconds watched after every service's first whole periodic")
+    parser.add_argument("--boots", type=int, default=20,
+                        help="servers booted one after another")
+    parser.add_argument("--boots-at-once", type=int, default=10,
+                        help="then servers booted together, kept through the kill")

@@ -54,6 +54,10 @@ class Placement:
                                   "&root_required=OWNER_NOVA,!COMPUTE_STATUS_DISABLED")
         return set(found["provider_summaries"])
 
+    def provider_uuids(self):
+        """Every resource provider's uuid."""
+        return {rp["uuid"] for rp in self._call("GET", "/resource_providers")["resource_providers"]}
+
     def allocate(self, rp, resource_class):
         consumer = str(uuid.uuid4())
         self._call("PUT", f"/allocations/{consumer}", json={

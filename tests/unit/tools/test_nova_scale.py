@@ -32,3 +32,30 @@ def test_failed_periodics_are_counted_from_novas_own_line(tmp_path):
                    "ComputeManager.update_available_resource: MessagingTimeout\n" * 3
                    + "x ERROR oslo_service.periodic_task [-] Error during other_task\n")
     assert nova_scale.failed_periodics(log) == 3
+
+
+def test_a_boot_is_during_a_periodic_when_they_overlap_and_a_running_one_lasts_till_now(tmp_path):
+    log = tmp_path / "nova-compute.log"
+    log.write_text(LINE.format(at="2026-11-26 21:00:00.000", req="req-aaaa", held="0.2")
+                   + LINE.format(at="2026-11-26 21:00:10.000", req="req-aaaa", held="0.2"))
+    at = datetime.datetime.fromisoformat("2026-11-26 21:00:00").timestamp()
+    done = at + 60  # long after its last line: that periodic ended at +10 s
+    assert nova_scale.during_periodic(log, at - 5, at + 1, now=done)
+    assert nova_scale.during_periodic(log, at + 9, at + 30, now=done)
+    assert not nova_scale.during_periodic(log, at + 11, at + 30, now=done)
+    assert not nova_scale.during_periodic(log, at - 9, at - 1, now=done)
+    # read 2 s after its last line, it may still be running: running until now
+    assert nova_scale.during_periodic(log, at + 11, at + 12, now=at + 12)
+
+
+def test_boot_latencies_are_split_by_periodic_and_failures_are_left_out():
+    booted = ([{"status": "ACTIVE", "s": float(s), "during": False} for s in range(1, 11)]
+              + [{"status": "ACTIVE", "s": 30.0, "during": True},
+                 {"status": "ERROR", "s": 99.0, "during": True}])
+    figures = nova_scale.latency_figures(booted)
+    assert figures["boots"] == 12 and figures["boots_failed"] == 1
+    assert figures["boots_idle"] == 10 and figures["boots_during_periodic"] == 1
+    assert figures["boot_p50_idle_s"] in (5.0, 6.0)
+    assert figures["boot_p99_idle_s"] == 10.0
+    assert figures["boot_p50_during_periodic_s"] == figures["boot_p99_during_periodic_s"] == 30.0
+    assert nova_scale.latency_figures([])["boot_p50_idle_s"] is None
