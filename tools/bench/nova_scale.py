@@ -199,25 +199,25 @@ class Setup:
         wait_for(all_offered, timeout, f"{self.name}: every freed node offered", interval=0.5)
         return [offered[n] - available[n] for n in pending]
 
-    def kill(self, nova, timeout):
-        """SIGKILL the first service; seconds until each node it had is schedulable
-        through a survivor (its compute node record on a live service, and offered),
-        or None when not within ``timeout`` (a static shard's nodes wait for their
-        service)."""
+    def kill(self, nova, busy, timeout):
+        """SIGKILL the first service; (seconds until each free node it had, not in
+        ``busy``, is schedulable through a survivor: its compute node record on a live
+        service, and offered; None when not within ``timeout``, as a static shard's
+        nodes wait for their service), how many free nodes it had)."""
         victim = self.hosts[0]
-        had = {n for n, homes in nova.compute_nodes().items() if victim in homes}
+        free = {n for n, homes in nova.compute_nodes().items() if victim in homes} - busy
         os.kill(self.stack.service(f"nova-compute-{victim}").proc.pid, signal.SIGKILL)
         killed = time.monotonic()
 
-        def rehomed():
+        def through_a_survivor():
             homes = nova.compute_nodes()
-            return (all(homes.get(n) and victim not in homes[n] for n in had)
-                    and had <= self.placement.offered(self.placement_class))
+            return (all(homes.get(n) and victim not in homes[n] for n in free)
+                    and free <= self.placement.offered(self.placement_class))
         try:
-            return wait_for(rehomed, timeout, f"{self.name}: {victim}'s nodes through a "
-                            "survivor", interval=1) - killed, len(had)
+            return wait_for(through_a_survivor, timeout, f"{self.name}: {victim}'s free "
+                            "nodes through a survivor", interval=1) - killed, len(free)
         except NotSeen:
-            return None, len(had)
+            return None, len(free)
 
     def stop(self):
         for host in self.hosts:
@@ -247,8 +247,59 @@ def latency_figures(booted):
 
 
 def allocated(placement, servers):
-    """The servers (of ``servers``) Placement holds an allocation for."""
+    """How many of ``servers`` Placement holds an allocation for."""
     return sum(1 for server in servers if placement.allocations(server))
+
+
+def cold_start(setup, started, args):
+    """From the services' start until nova's scheduler is offered every node."""
+    offered = wait_for(
+        lambda: len(setup.placement.offered(setup.placement_class)) >= setup.nodes,
+        args.timeout, f"{setup.name}: {setup.nodes} nodes offered", interval=5,
+        ignore=(AssertionError,))
+    print(f"{setup.name}: every node offered {offered - started:.0f} s after the services' "
+          "start", flush=True)
+    return {"cold_start_to_schedulable_s": round(offered - started, 1)}
+
+
+def steady(stack, setup, logs, args):
+    """Each service's periodics, and the CPU per periodic over ``args.observe`` seconds
+    after every service's first whole one."""
+    wait_for(lambda: all(periodics(log) for log in logs.values()), args.timeout,
+             f"{setup.name}: a whole periodic of every service", interval=5)
+    before, window_start = cpu_of(stack, setup), time.time()
+    time.sleep(args.observe)
+    after = cpu_of(stack, setup)
+    found = {host: periodics(log) for host, log in logs.items()}
+    in_window = sum(1 for runs_of in found.values() for start, _, _ in runs_of
+                    if start >= window_start) or 1
+    return {
+        # each service's periodics: [seconds, nodes] in order, the first at its start
+        "periodics": {h: [[round(s, 1), n] for _, s, n in r] for h, r in found.items()},
+        "periodic_s": {h: round(statistics.median(s for _, s, _ in r[1:] or r), 1)
+                       for h, r in found.items() if r},
+        "observed_s": args.observe, "periodics_in_window": in_window,
+        "cpu_per_periodic_s": {k: round((after[k] - before[k]) / in_window, 2) for k in after}}
+
+
+def after_kill(setup, nova, node_ids, kept, timeout):
+    """SIGKILL one service of several (with ``kept`` servers, {server: node}, living):
+    when its free nodes are schedulable through a survivor, and what was lost."""
+    homes_before = nova.compute_nodes()
+    offered_before = setup.placement.offered(setup.placement_class)
+    allocations_before = allocated(setup.placement, kept)
+    figures = {"kill_to_free_schedulable_s": None}  # one service: no survivor
+    if len(setup.hosts) > 1:
+        killed_s, free = setup.kill(nova, set(kept.values()), timeout)
+        figures.update(kill_to_free_schedulable_s=killed_s and round(killed_s, 1),
+                       killed_service_free_nodes=free)
+    homes = nova.compute_nodes()
+    return dict(figures, **{
+        "records_deleted": sum(1 for n in node_ids if homes_before.get(n) and not homes.get(n)),
+        "records_doubled": sum(1 for n in node_ids if len(homes.get(n, ())) > 1),
+        "providers_deleted": len(offered_before - setup.placement.provider_uuids()),
+        "allocations_lost": allocations_before - allocated(setup.placement, kept),
+        "servers_kept_through_kill": len(kept)})
 
 
 def measure(stack, name, nodes, args, workdir):
@@ -260,67 +311,31 @@ def measure(stack, name, nodes, args, workdir):
     print(f"{name}: {nodes} nodes in Ironic in {time.monotonic() - made:.0f} s", flush=True)
     nova = clients.Nova(stack)
     flavor = nova.flavor(f"bm-{setup.resource_class}", setup.placement_class)
-    started = time.monotonic()
-    logs = setup.start()
     row = {"nodes": nodes, "setup": name, "services": len(setup.hosts),
            "agents": AGENTS if name == "rp_reporter" else 0,
            "periodic_interval_s": args.periodic,
            "lease_s": LEASE if name == "rp_reporter" else None}
+    started = time.monotonic()
+    logs = setup.start()
     try:
-        offered = wait_for(lambda: len(setup.placement.offered(setup.placement_class)) >= nodes,
-                           args.timeout, f"{name}: {nodes} nodes offered", interval=5,
-                           ignore=(AssertionError,))
-        row["cold_start_to_schedulable_s"] = round(offered - started, 1)
-        print(f"{name}: every node offered {offered - started:.0f} s after the services' "
-              "start", flush=True)
-        wait_for(lambda: all(periodics(log) for log in logs.values()), args.timeout,
-                 f"{name}: a whole periodic of every service", interval=5)
-        before, window_start = cpu_of(stack, setup), time.time()
-        time.sleep(args.observe)
-        after = cpu_of(stack, setup)
-        runs_now = {host: periodics(log) for host, log in logs.items()}
-        in_window = sum(1 for host_runs in runs_now.values() for start, _, _ in host_runs
-                        if start >= window_start) or 1
-        row.update({
-            # each service's periodics: [seconds, nodes] in order, the first at its start
-            "periodics": {h: [[round(s, 1), n] for _, s, n in r] for h, r in runs_now.items()},
-            "periodic_s": {h: round(statistics.median(s for _, s, _ in r[1:] or r), 1)
-                           for h, r in runs_now.items() if r},
-            "observed_s": args.observe, "periodics_in_window": in_window,
-            "cpu_per_periodic_s": {k: round((after[k] - before[k]) / in_window, 2)
-                                   for k in after}})
+        row.update(cold_start(setup, started, args))
+        row.update(steady(stack, setup, logs, args))
         booted = setup.boots(nova, flavor, logs, args.boots, args.boots_at_once, args.timeout)
         row.update(latency_figures(booted))
         print(f"{name}: {latency_figures(booted)}", flush=True)
-        sequential = [b for b in booted if not b["together"] and b["status"] == "ACTIVE"]
-        kept = [b["server"] for b in booted if b["together"] and b["status"] == "ACTIVE"]
-        reused = setup.reuse(nova, sequential, args.timeout)
-        row["reuse_s"] = [round(s, 2) for s in sorted(reused)]
-        row["reuse_p50_s"] = round(statistics.median(reused), 2) if reused else None
-        row["service_peak_rss_mib"] = {h: round(common.peak_rss(pid) / 2**20, 1)
-                                       for h, pid in setup.processes().items()}
-        row["service_cpu_s"] = {h: round(common.process_cpu(pid), 1)
-                                for h, pid in setup.processes().items()}
-        homes_before = nova.compute_nodes()
-        offered_before = setup.placement.offered(setup.placement_class)
-        allocations_before = allocated(setup.placement, kept)
-        if len(setup.hosts) > 1:
-            kill_s, victims_nodes = setup.kill(
-                nova, LEASE + 2 * max(row["periodic_s"].values()) + args.periodic + 60)
-            row["kill_to_free_schedulable_s"] = kill_s and round(kill_s, 1)
-            row["killed_service_nodes"] = victims_nodes
-        else:
-            row["kill_to_free_schedulable_s"] = None  # no survivor: one service
-        homes = nova.compute_nodes()
-        row.update({
-            "records_deleted": sum(1 for n in node_ids if homes_before.get(n)
-                                   and not homes.get(n)),
-            "records_doubled": sum(1 for n in node_ids if len(homes.get(n, ())) > 1),
-            "providers_deleted": len(offered_before - setup.placement.provider_uuids()),
-            "allocations_lost": allocations_before - allocated(setup.placement, kept),
-            "servers_kept_through_kill": len(kept),
-            "periodics_failed": {h: failed_periodics(log) for h, log in logs.items()},
-            "load": common.load()})
+        built = [b for b in booted if b["status"] == "ACTIVE"]
+        reused = setup.reuse(nova, [b for b in built if not b["together"]], args.timeout)
+        row.update(reuse_s=[round(s, 2) for s in sorted(reused)],
+                   reuse_p50_s=round(statistics.median(reused), 2) if reused else None)
+        row.update(service_peak_rss_mib={h: round(common.peak_rss(pid) / 2**20, 1)
+                                         for h, pid in setup.processes().items()},
+                   service_cpu_s={h: round(common.process_cpu(pid), 1)
+                                  for h, pid in setup.processes().items()})
+        kept = {b["server"]: b["node"] for b in built if b["together"]}
+        row.update(after_kill(setup, nova, node_ids, kept,
+                              LEASE + 2 * max(row["periodic_s"].values()) + args.periodic + 60))
+        row.update(periodics_failed={h: failed_periodics(log) for h, log in logs.items()},
+                   load=common.load())
         for server in kept:
             nova.delete(server)
     finally:
@@ -337,7 +352,10 @@ def run(args):
         stack.start()
         for nodes in args.nodes:
             for name in args.setups:
-                rows.append(measure(stack, name, nodes, args, workdir))
+                try:
+                    rows.append(measure(stack, name, nodes, args, workdir))
+                except Exception as e:  # noqa: BLE001 - one setup's failure keeps the others
+                    rows.append({"nodes": nodes, "setup": name, "failed": repr(e)})
                 print(rows[-1], flush=True)
                 common.save({"rows": rows}, "nova-scale")  # after each: nothing lost
     finally:
