@@ -48,6 +48,8 @@ TEMPLATES = 10
 LEASE, HEARTBEAT = 10, 1   # rp_reporter's [coordination] in nova-compute (s)
 # A periodic whose last line is more recent than this may still be running.
 RUNNING_WITHIN_S = 10
+# oslo.service's line at the start of each run of the periodic (at DEBUG).
+STARTED = "Running periodic task ComputeManager.update_available_resource"
 # oslo.concurrency's line when the resource tracker lets its lock go, at DEBUG: one per
 # node of a periodic, every line of one periodic under the periodic's request id.
 HELD = re.compile(r"^(\S+ \S+) \d+ DEBUG oslo_concurrency\.lockutils \[(?:None )?(req-[0-9a-f-]+)"
@@ -59,15 +61,21 @@ HELD = re.compile(r"^(\S+ \S+) \d+ DEBUG oslo_concurrency\.lockutils \[(?:None )
 def runs(log_path):
     """[(first, last, nodes)] of each update_available_resource periodic in one
     service's log, in order of start: its first and last release of the resource
-    tracker's lock (time.time() values) and how many nodes it went over."""
-    found = {}
+    tracker's lock (time.time() values) and how many nodes it went over.  A run is
+    its request id's lines since oslo.service's line starting the task (the run at
+    the service's start has none): one service's runs may share a request id."""
+    found, started = {}, 0
     with open(log_path, errors="replace") as f:
         for line in f:
+            if STARTED in line:
+                started += 1
+                continue
             held = HELD.match(line)
             if held:
                 at = datetime.datetime.fromisoformat(held.group(1)).timestamp()
-                first, _, count = found.get(held.group(2), (at, at, 0))
-                found[held.group(2)] = (first, at, count + 1)
+                key = (held.group(2), started)
+                first, _, count = found.get(key, (at, at, 0))
+                found[key] = (first, at, count + 1)
     return sorted(found.values())
 
 

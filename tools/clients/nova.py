@@ -161,8 +161,13 @@ class Nova:
     def compute_nodes(self):
         """{node uuid: [host of each compute node record for it]} (one each, when no
         node is double-claimed)."""
-        found = {}
-        for hypervisor in self._call("GET", "/os-hypervisors/detail")["hypervisors"]:
-            found.setdefault(hypervisor["hypervisor_hostname"], []).append(
-                hypervisor["service"]["host"])
+        found, path = {}, "/os-hypervisors/detail"
+        while path:  # nova answers a page of [api] max_limit (1,000) at a time
+            page = self._call("GET", path)
+            for hypervisor in page["hypervisors"]:
+                found.setdefault(hypervisor["hypervisor_hostname"], []).append(
+                    hypervisor["service"]["host"])
+            following = [link["href"] for link in page.get("hypervisors_links", ())
+                         if link["rel"] == "next"]
+            path = following and following[0][following[0].index("/os-hypervisors"):]
         return found

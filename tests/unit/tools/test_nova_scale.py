@@ -59,3 +59,17 @@ def test_boot_latencies_are_split_by_periodic_and_failures_are_left_out():
     assert figures["boot_p99_idle_s"] == 10.0
     assert figures["boot_p50_during_periodic_s"] == figures["boot_p99_during_periodic_s"] == 30.0
     assert nova_scale.latency_figures([])["boot_p50_idle_s"] is None
+
+
+def test_runs_sharing_a_request_id_are_told_apart_by_the_tasks_start_line(tmp_path):
+    start = ("{at} 6281 DEBUG oslo_service.periodic_task [None req-cccc - - - - - -] Running "
+             "periodic task ComputeManager.update_available_resource run_periodic_tasks\n")
+    log = tmp_path / "nova-compute.log"
+    log.write_text(LINE.format(at="2026-11-26 21:00:00.000", req="req-boot", held="0.2")
+                   + start.format(at="2026-11-26 21:01:00.000")
+                   + LINE.format(at="2026-11-26 21:01:01.000", req="req-cccc", held="0.2")
+                   + LINE.format(at="2026-11-26 21:01:03.000", req="req-cccc", held="0.2")
+                   + start.format(at="2026-11-26 21:02:00.000")
+                   + LINE.format(at="2026-11-26 21:02:01.000", req="req-cccc", held="0.2"))
+    assert [(round(last - first, 1), n) for first, last, n in nova_scale.runs(log)] == [
+        (0.0, 1), (2.0, 2), (0.0, 1)]
