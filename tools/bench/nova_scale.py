@@ -108,7 +108,7 @@ def failed_periodics(log_path):
 class Setup:
     """One setup's nodes, services (and agents) on the stack."""
 
-    def __init__(self, stack, name, nodes, periodic_s, workdir):
+    def __init__(self, stack, name, nodes, periodic_s, workdir, nova_settings=()):
         self.stack, self.name, self.nodes, self.workdir = stack, name, nodes, workdir
         count = 1 if name == "stock_one" else SERVICES
         self.hosts = [f"{name.replace('_', '-')}-{nodes}-{i}" for i in range(count)]
@@ -117,8 +117,10 @@ class Setup:
                        else [base])
         self.resource_class = base.replace("scale-", "baremetal-")
         self.placement_class = "CUSTOM_" + self.resource_class.upper().replace("-", "_")
-        self.sections = {"DEFAULT": {"debug": "True", "update_resources_interval":
-                                     str(periodic_s)}}
+        self.sections = {"DEFAULT": {"debug": "True",
+                                     "update_resources_interval": str(periodic_s)}}
+        for section, values in fleet.sections_of(nova_settings).items():
+            self.sections.setdefault(section, {}).update(values)
         self.agents = None
         self.placement = clients.Placement(stack.placement_url,
                                            auth=stack.admin_auth("placement"))
@@ -271,23 +273,26 @@ def cold_start(setup, started, args):
 
 
 def steady(stack, setup, logs, args):
-    """Each service's periodics, and the CPU per periodic over ``args.observe`` seconds
-    after every service's first whole one."""
+    """Each service's periodics, and the CPU over ``args.observe`` seconds after every
+    service's first whole one: as cores busy, and per periodic (that rate over one
+    periodic's length: the service's own, the median's for the database and Placement,
+    which serve every service)."""
     wait_for(lambda: all(periodics(log) for log in logs.values()), args.timeout,
              f"{setup.name}: a whole periodic of every service", interval=5)
-    before, window_start = cpu_of(stack, setup), time.time()
+    before = cpu_of(stack, setup)
     time.sleep(args.observe)
     after = cpu_of(stack, setup)
     found = {host: periodics(log) for host, log in logs.items()}
-    in_window = sum(1 for runs_of in found.values() for start, _, _ in runs_of
-                    if start >= window_start) or 1
+    lengths = {h: statistics.median(s for _, s, _ in r[1:] or r) for h, r in found.items() if r}
+    cores = {k: (after[k] - before[k]) / args.observe for k in after}
     return {
         # each service's periodics: [seconds, nodes] in order, the first at its start
         "periodics": {h: [[round(s, 1), n] for _, s, n in r] for h, r in found.items()},
-        "periodic_s": {h: round(statistics.median(s for _, s, _ in r[1:] or r), 1)
-                       for h, r in found.items() if r},
-        "observed_s": args.observe, "periodics_in_window": in_window,
-        "cpu_per_periodic_s": {k: round((after[k] - before[k]) / in_window, 2) for k in after}}
+        "periodic_s": {h: round(s, 1) for h, s in lengths.items()},
+        "observed_s": args.observe,
+        "cpu_cores": {k: round(c, 2) for k, c in cores.items()},
+        "cpu_per_periodic_s": {k: round(c * lengths.get(k, statistics.median(lengths.values())),
+                                        1) for k, c in cores.items()}}
 
 
 def after_kill(setup, nova, node_ids, kept, timeout):
@@ -312,7 +317,8 @@ def after_kill(setup, nova, node_ids, kept, timeout):
 
 def measure(stack, name, nodes, args, workdir):
     """One setup at one fleet size: its row of figures."""
-    setup = Setup(stack, name, nodes, args.periodic, os.path.join(workdir, f"{name}-{nodes}"))
+    setup = Setup(stack, name, nodes, args.periodic, os.path.join(workdir, f"{name}-{nodes}"),
+                  args.nova)
     os.makedirs(setup.workdir, exist_ok=True)
     made = time.monotonic()
     node_ids = setup.make_nodes()
@@ -321,7 +327,7 @@ def measure(stack, name, nodes, args, workdir):
     flavor = nova.flavor(f"bm-{setup.resource_class}", setup.placement_class)
     row = {"nodes": nodes, "setup": name, "services": len(setup.hosts),
            "agents": AGENTS if name == "rp_reporter" else 0,
-           "periodic_interval_s": args.periodic,
+           "periodic_interval_s": args.periodic, "nova_settings": args.nova,
            "lease_s": LEASE if name == "rp_reporter" else None}
     started = time.monotonic()
     logs = setup.start()
@@ -380,6 +386,8 @@ def add_arguments(parser):
     parser.add_argument("--timeout", type=float, default=1800)
     parser.add_argument("--observe", type=float, default=180,
                         help="seconds watched after every service's first whole periodic")
+    parser.add_argument("--nova", nargs="*", default=[], metavar="SECTION.OPTION=VALUE",
+                        help="nova.conf settings of every setup's services, over the bench's")
     parser.add_argument("--boots", type=int, default=20,
                         help="servers booted one after another")
     parser.add_argument("--boots-at-once", type=int, default=10,
