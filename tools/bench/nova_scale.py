@@ -13,16 +13,25 @@ each setup, on nodes of their own (a shard and a resource class per setup):
   (``peers_from = coordination``, etcd) and two agents on the shard.
 
 TEMPLATES nodes of each setup go through Ironic's API, the rest are copies of their
-rows (``common.copy_nodes``).  Measured from the services' start: the time until
-every node is offered to nova's scheduler (Placement's allocation candidates with the
-root traits nova asks for); each ``update_available_resource`` periodic of each
-service, from nova's own log (nova takes the resource tracker's lock once per node, at
-DEBUG every release is a line under the periodic's request id); over ``--observe``
-seconds after each service's first whole periodic, the services', the database's and
-Placement's CPU per periodic; each service's peak RSS; and that nothing went missing
-(compute node records and providers against the nodes).  Each setup's services are
-stopped before the next starts; the setups run in the order given, later ones beside
-the earlier ones' idle nodes.
+rows (``common.copy_nodes``).  Measured, in this order:
+
+* the time from the services' start until every node is offered to nova's scheduler
+  (Placement's allocation candidates with the root traits nova asks for);
+* each ``update_available_resource`` periodic of each service, from nova's own log (at
+  DEBUG nova releases the resource tracker's lock once per node, ``runs``), and over
+  ``--observe`` seconds after every service's first whole one, the CPU of each service,
+  the database and Placement;
+* boot latency, API call to ACTIVE, of ``--boots`` servers one after another and then
+  ``--boots-at-once`` together, each told by whether a periodic of the service that
+  built it ran meanwhile; then the first ones deleted, and each freed node's time from
+  Ironic saying available to Placement offering it;
+* one service of several SIGKILLed, with the servers booted together kept: when its
+  free nodes are schedulable through a survivor; compute node records, providers and
+  allocations counted before and after; each service's peak RSS before.
+
+Each setup's services are stopped before the next starts; the setups run in the order
+given, later ones beside the earlier ones' idle nodes.  ``--nova`` sets nova.conf options
+of every setup's services.
 """
 
 import concurrent.futures
