@@ -88,11 +88,16 @@ def runs(log_path):
     return sorted(found.values())
 
 
+def _last_may_run(ordered, now):
+    """Whether the latest of ``runs`` may still be running at ``now``."""
+    return bool(ordered) and (now or time.time()) - ordered[-1][1] < RUNNING_WITHIN_S
+
+
 def periodics(log_path, now=None):
     """[(start, seconds, nodes)] of each finished periodic in one service's log; the
     latest is left out while it may still be running."""
     ordered = runs(log_path)
-    if ordered and (now or time.time()) - ordered[-1][1] < RUNNING_WITHIN_S:
+    if _last_may_run(ordered, now):
         ordered.pop()
     return [(first, last - first, count) for first, last, count in ordered]
 
@@ -101,8 +106,9 @@ def during_periodic(log_path, start, end, now=None):
     """Whether a periodic of the service ran at some time in [start, end] (one that
     may still be running counts as running until ``now``)."""
     now = now or time.time()
-    spans = [[first, last] for first, last, _ in runs(log_path)]
-    if spans and now - spans[-1][1] < RUNNING_WITHIN_S:
+    ordered = runs(log_path)
+    spans = [[first, last] for first, last, _ in ordered]
+    if _last_may_run(ordered, now):
         spans[-1][1] = now
     return any(first <= end and last >= start for first, last in spans)
 
@@ -151,8 +157,7 @@ class Setup:
         if self.name == "rp_reporter":
             self.agents = fleet.Agents(self.stack, self.workdir, AGENTS, 60, {
                 "ironic": {"shard": self.shards[0]},
-                "coordination": {"backend_url": self.stack.coordination_url,
-                                 "group": f"rp-{self.shards[0]}"}})
+                "coordination": {"group": f"rp-{self.shards[0]}"}})
         logs = {}
         for i, host in enumerate(self.hosts):
             logs[host] = self.stack.start_compute(
@@ -168,8 +173,7 @@ class Setup:
         with open(path, "w") as f:
             f.write(self.stack.reporter_conf(
                 DEFAULT={"host": host},
-                coordination={"backend_url": self.stack.coordination_url,
-                              "group": f"nova-{self.shards[0]}", "lease": str(LEASE),
+                coordination={"group": f"nova-{self.shards[0]}", "lease": str(LEASE),
                               "heartbeat": str(HEARTBEAT)}))
         return {"rp_reporter": {"peers_from": "coordination", "config_file": path}}
 
@@ -218,13 +222,14 @@ class Setup:
         wait_for(all_offered, timeout, f"{self.name}: every freed node offered", interval=0.5)
         return [offered[n] - available[n] for n in pending]
 
-    def kill(self, nova, busy, timeout):
-        """SIGKILL the first service; (seconds until each free node it had, not in
-        ``busy``, is schedulable through a survivor: its compute node record on a live
-        service, and offered; None when not within ``timeout``, as a static shard's
-        nodes wait for their service), how many free nodes it had)."""
+    def kill(self, nova, homes, busy, timeout):
+        """SIGKILL the first service; (seconds until each free node it had by
+        ``homes`` (``compute_nodes()`` before), not in ``busy``, is schedulable through a
+        survivor: its compute node record on a live service, and offered; None when not
+        within ``timeout``, as a static shard's nodes wait for their service), how many
+        free nodes it had)."""
         victim = self.hosts[0]
-        free = {n for n, homes in nova.compute_nodes().items() if victim in homes} - busy
+        free = {n for n, hosts in homes.items() if victim in hosts} - busy
         os.kill(self.stack.service(f"nova-compute-{victim}").proc.pid, signal.SIGKILL)
         killed = time.monotonic()
 
@@ -312,7 +317,7 @@ def after_kill(setup, nova, node_ids, kept, timeout):
     allocations_before = allocated(setup.placement, kept)
     figures = {"kill_to_free_schedulable_s": None}  # one service: no survivor
     if len(setup.hosts) > 1:
-        killed_s, free = setup.kill(nova, set(kept.values()), timeout)
+        killed_s, free = setup.kill(nova, homes_before, set(kept.values()), timeout)
         figures.update(kill_to_free_schedulable_s=killed_s and round(killed_s, 1),
                        killed_service_free_nodes=free)
     homes = nova.compute_nodes()
@@ -344,8 +349,9 @@ def measure(stack, name, nodes, args, workdir):
         row.update(cold_start(setup, started, args))
         row.update(steady(stack, setup, logs, args))
         booted = setup.boots(nova, flavor, logs, args.boots, args.boots_at_once, args.timeout)
-        row.update(latency_figures(booted))
-        print(f"{name}: {latency_figures(booted)}", flush=True)
+        latencies = latency_figures(booted)
+        row.update(latencies)
+        print(f"{name}: {latencies}", flush=True)
         built = [b for b in booted if b["status"] == "ACTIVE"]
         reused = setup.reuse(nova, [b for b in built if not b["together"]], args.timeout)
         row.update(reuse_s=[round(s, 2) for s in sorted(reused)],
