@@ -158,7 +158,11 @@ class CoordinatedRing:
         also drops a node from its cache when it unprovisions it, and reads one back
         into it: the cache alone would hide a release)."""
         log_managed(self._managed, nodes, why)
-        forget_providers(self._managed - nodes)
+        released = self._managed - nodes
+        forget_providers(released)
+        periodic_nodes = getattr(self.driver, "_periodic", None)  # none: nova's tests' stub
+        if periodic_nodes is not None:
+            periodic_nodes.forget(released)  # back before the next periodic: due again
         self._managed = nodes
 
     def release_to_new_ring(self):

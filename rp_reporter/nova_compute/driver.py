@@ -13,6 +13,7 @@ from rp_reporter.nova_compute import coordinated_ring
 from rp_reporter.nova_compute import guard
 from rp_reporter.nova_compute import metrics as driver_metrics
 from rp_reporter.nova_compute import options  # noqa: F401 - registers [rp_reporter]
+from rp_reporter.nova_compute import periodic
 from rp_reporter.nova_compute import rehome
 
 LOG = logging.getLogger(__name__)
@@ -39,6 +40,8 @@ def _guarded(name, instance_at):
 class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
     """nova's Ironic driver; provider content (and optionally the ring) from rp_reporter."""
 
+    _periodic = periodic.EVERY_NODE  # until __init__ (nova's tests may skip it)
+
     def __init__(self, virtapi, read_only=False):
         super().__init__(virtapi, read_only)
         LOG.info("rp_reporter's Ironic driver: provider content from rp_reporter's model, "
@@ -48,6 +51,7 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
         self._rehoming = None  # and its re-homing job, where membership tracks liveness
         self._managed = set()  # peers_from = nova: the nodes managed here, as last logged
         self._metrics = driver_metrics.DriverMetrics()
+        self._periodic = periodic.PeriodicNodes(CONF.rp_reporter.full_pass_every)
 
     def _coordinated(self):
         return CONF.rp_reporter.peers_from == "coordination"
@@ -68,6 +72,26 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
                 self._metrics.serve(CONF.rp_reporter.metrics_bind,
                                     lambda: bool(self._ring.members()))
         super().init_host(host)
+
+    def get_available_nodes(self, refresh=False):
+        # nova calls this once per resource-tracker periodic: the nodes it goes over.
+        return self._periodic.for_periodic(super().get_available_nodes(refresh),
+                                           self.node_cache)
+
+    def get_nodenames_by_uuid(self, refresh=False):
+        # init_host's view of the nodes managed here: every one, whatever the periodic.
+        nodes = super().get_available_nodes(refresh)
+        return {node: node for node in nodes}
+
+    def is_node_deleted(self, nodename):
+        return (not self._periodic.known_to_exist(nodename)
+                and super().is_node_deleted(nodename))
+
+    def _get_node_list(self, return_generator=False, **kwargs):
+        nodes = super()._get_node_list(return_generator, **kwargs)
+        if not return_generator and "associated" not in kwargs:
+            self._periodic.listed(nodes)  # the fleet, as nova's node refresh lists it
+        return nodes
 
     def _refresh_hash_ring(self, ctxt):
         if not self._coordinated():

@@ -59,6 +59,8 @@ LEASE, HEARTBEAT = 10, 1   # rp_reporter's [coordination] in nova-compute (s)
 RUNNING_WITHIN_S = 10
 # oslo.service's line at the start of each run of the periodic (at DEBUG).
 STARTED = "Running periodic task ComputeManager.update_available_resource"
+# rp_reporter's driver line at the start of each periodic (full_pass_every above 1).
+DRIVER_LINE = "resource tracker periodic: "
 # oslo.concurrency's line when the resource tracker lets its lock go, at DEBUG: one per
 # node of a periodic, every line of one periodic under the periodic's request id.
 HELD = re.compile(r"^(\S+ \S+) \d+ DEBUG oslo_concurrency\.lockutils \[(?:None )?(req-[0-9a-f-]+)"
@@ -67,25 +69,36 @@ HELD = re.compile(r"^(\S+ \S+) \d+ DEBUG oslo_concurrency\.lockutils \[(?:None )
                   r" :: held (\d+\.\d+)s")
 
 
+def _at(line):
+    """The time.time() value of a log line's timestamp."""
+    return datetime.datetime.fromisoformat(line[:23]).timestamp()
+
+
 def runs(log_path):
     """[(first, last, nodes)] of each update_available_resource periodic in one
-    service's log, in order of start: its first and last release of the resource
-    tracker's lock (time.time() values) and how many nodes it went over.  A run is
-    its request id's lines since oslo.service's line starting the task (the run at
-    the service's start has none): one service's runs may share a request id."""
-    found, started = {}, 0
+    service's log, in order of start (time.time() values): from oslo.service's line
+    starting it (the run at the service's start has none: its first node) to its last
+    release of the resource tracker's lock, or rp_reporter's driver line naming the
+    nodes it goes over when it goes over none; and how many nodes it went over.  Each
+    node's line carries the run's request id (one service's runs may share one)."""
+    found, started, began, went_over = {}, 0, {}, {}
     with open(log_path, errors="replace") as f:
         for line in f:
             if STARTED in line:
                 started += 1
+                began[started] = _at(line)
                 continue
             held = HELD.match(line)
             if held:
-                at = datetime.datetime.fromisoformat(held.group(1)).timestamp()
+                at = _at(line)
                 key = (held.group(2), started)
-                first, _, count = found.get(key, (at, at, 0))
+                first, _, count = found.get(key, (began.get(started, at), at, 0))
                 found[key] = (first, at, count + 1)
-    return sorted(found.values())
+            elif DRIVER_LINE in line and started:
+                went_over[started] = _at(line)
+    runs_with_nodes = {started for _, started in found}
+    return sorted([*found.values(),
+                   *((began[i], at, 0) for i, at in went_over.items() if i not in runs_with_nodes)])
 
 
 def _last_may_run(ordered, now):
@@ -123,7 +136,8 @@ def failed_periodics(log_path):
 class Setup:
     """One setup's nodes, services (and agents) on the stack."""
 
-    def __init__(self, stack, name, nodes, periodic_s, workdir, nova_settings=()):
+    def __init__(self, stack, name, nodes, periodic_s, workdir, nova_settings=(),
+                 full_pass_every=1):
         self.stack, self.name, self.nodes, self.workdir = stack, name, nodes, workdir
         count = 1 if name == "stock_one" else SERVICES
         self.hosts = [f"{name.replace('_', '-')}-{nodes}-{i}" for i in range(count)]
@@ -136,6 +150,7 @@ class Setup:
                                      "update_resources_interval": str(periodic_s)}}
         for section, values in fleet.sections_of(nova_settings).items():
             self.sections.setdefault(section, {}).update(values)
+        self.full_pass_every = full_pass_every  # rp_reporter's services only
         self.agents = None
         self.placement = clients.Placement(stack.placement_url,
                                            auth=stack.admin_auth("placement"))
@@ -175,7 +190,8 @@ class Setup:
                 DEFAULT={"host": host},
                 coordination={"group": f"nova-{self.shards[0]}", "lease": str(LEASE),
                               "heartbeat": str(HEARTBEAT)}))
-        return {"rp_reporter": {"peers_from": "coordination", "config_file": path}}
+        return {"rp_reporter": {"peers_from": "coordination", "config_file": path,
+                                "full_pass_every": str(self.full_pass_every)}}
 
     def processes(self):
         return {host: self.stack.service(f"nova-compute-{host}").proc.pid
@@ -250,6 +266,16 @@ class Setup:
             self.agents.stop()
 
 
+def cpu_by_service(stack, setup):
+    """CPU seconds so far of every process of the stack (by service: each of its
+    sessions) and of the setup's agents."""
+    found = {name: common.service_cpu(stack, name) for name, service in stack.services.items()
+             if service.proc is not None}
+    if setup.agents:
+        found["agents"] = sum(common.process_cpu(p.pid) for p in setup.agents.procs)
+    return found
+
+
 def cpu_of(stack, setup):
     """CPU seconds so far: each service's, the database's, Placement's."""
     found = {host: common.process_cpu(pid) for host, pid in setup.processes().items()}
@@ -275,15 +301,20 @@ def allocated(placement, servers):
     return sum(1 for server in servers if placement.allocations(server))
 
 
-def cold_start(setup, started, args):
-    """From the services' start until nova's scheduler is offered every node."""
+def cold_start(stack, setup, started, cpu_before, args):
+    """From the services' start until nova's scheduler is offered every node, and the
+    CPU seconds each process of the stack used meanwhile (those above 1 s)."""
     offered = wait_for(
         lambda: len(setup.placement.offered(setup.placement_class)) >= setup.nodes,
         args.timeout, f"{setup.name}: {setup.nodes} nodes offered", interval=5,
         ignore=(AssertionError,))
     print(f"{setup.name}: every node offered {offered - started:.0f} s after the services' "
           "start", flush=True)
-    return {"cold_start_to_schedulable_s": round(offered - started, 1)}
+    cpu = cpu_by_service(stack, setup)
+    used = {name: cpu[name] - cpu_before.get(name, 0) for name in cpu}
+    return {"cold_start_to_schedulable_s": round(offered - started, 1),
+            "cold_start_cpu_s": {name: round(s, 1) for name, s in
+                                 sorted(used.items(), key=lambda kv: -kv[1]) if s >= 1}}
 
 
 def steady(stack, setup, logs, args):
@@ -332,7 +363,7 @@ def after_kill(setup, nova, node_ids, kept, timeout):
 def measure(stack, name, nodes, args, workdir):
     """One setup at one fleet size: its row of figures."""
     setup = Setup(stack, name, nodes, args.periodic, os.path.join(workdir, f"{name}-{nodes}"),
-                  args.nova)
+                  args.nova, args.full_pass_every if name == "rp_reporter" else 1)
     os.makedirs(setup.workdir, exist_ok=True)
     made = time.monotonic()
     node_ids = setup.make_nodes()
@@ -342,11 +373,13 @@ def measure(stack, name, nodes, args, workdir):
     row = {"nodes": nodes, "setup": name, "services": len(setup.hosts),
            "agents": AGENTS if name == "rp_reporter" else 0,
            "periodic_interval_s": args.periodic, "nova_settings": args.nova,
-           "lease_s": LEASE if name == "rp_reporter" else None}
+           "lease_s": LEASE if name == "rp_reporter" else None,
+           "full_pass_every": setup.full_pass_every}
+    cpu_before = cpu_by_service(stack, setup)
     started = time.monotonic()
     logs = setup.start()
     try:
-        row.update(cold_start(setup, started, args))
+        row.update(cold_start(stack, setup, started, cpu_before, args))
         row.update(steady(stack, setup, logs, args))
         booted = setup.boots(nova, flavor, logs, args.boots, args.boots_at_once, args.timeout)
         latencies = latency_figures(booted)
@@ -403,6 +436,8 @@ def add_arguments(parser):
                         help="seconds watched after every service's first whole periodic")
     parser.add_argument("--nova", nargs="*", default=[], metavar="SECTION.OPTION=VALUE",
                         help="nova.conf settings of every setup's services, over the bench's")
+    parser.add_argument("--full-pass-every", type=int, default=10,
+                        help="rp_reporter's services: [rp_reporter] full_pass_every")
     parser.add_argument("--boots", type=int, default=20,
                         help="servers booted one after another")
     parser.add_argument("--boots-at-once", type=int, default=10,

@@ -27,6 +27,7 @@ from nova.virt.ironic import driver as nova_driver
 from nova.virt.ironic import ironic_states
 from openstack import exceptions as sdk_exc
 from openstack.baremetal.v1 import node as sdk_node
+from oslo_log import log as oslo_logging
 
 from rp_reporter import model
 from rp_reporter import nova_compute
@@ -151,6 +152,50 @@ def test_mixing_the_coordination_ring_with_nova_ring_is_why_a_group_switches_tog
                             rp_reporter={"peers_from": "coordination"}) for h in HOSTS}
     assert all(len(o) == 1 for o in owners_of(owned, free).values())
     del fleet_
+
+
+def test_between_full_passes_nova_goes_over_only_new_and_changed_nodes(
+        nova_config, monkeypatch, caplog):
+    """``[rp_reporter] full_pass_every``: what nova's periodic is given, what nova's orphan
+    check is answered for the nodes left out, and init_host's view (every node)."""
+    Fleet(monkeypatch, HOSTS[:1])
+    nodes = [sdk_node.Node(id=str(uuid.uuid4()), instance_id=None, provision_state="available")
+             for _ in range(5)]
+    connection = FakeConnection(nodes)
+    CONF.set_override("full_pass_every", 3, group="rp_reporter")
+    try:
+        driver = Fleet.driver("ours", connection)
+        every = {n.id for n in nodes}
+        assert set(Fleet.owned(driver, HOSTS[0])) == every  # the start: a full pass
+        assert Fleet.owned(driver, HOSTS[0]) == set()  # nothing happened since
+        nodes[0].is_maintenance = True  # a field nova reads changed
+        new = sdk_node.Node(id=str(uuid.uuid4()), instance_id=None)
+        connection.listing.append(new)  # a node new here
+        assert Fleet.owned(driver, HOSTS[0]) == {nodes[0].id, new.id}
+        assert Fleet.owned(driver, HOSTS[0]) == every | {new.id}  # a full pass again
+        assert Fleet.owned(driver, HOSTS[0]) == set()
+        CONF.set_override("host", HOSTS[0])
+        assert set(driver.get_nodenames_by_uuid()) == every | {new.id}  # init_host's view
+
+        # nova's orphan check for a node left out: answered from the listing, no read.
+        def no_read(node_id):
+            raise AssertionError(f"read {node_id}")
+        monkeypatch.setattr(driver, "_get_node", no_read)
+        assert driver.is_node_deleted(nodes[1].id) is False
+        # nova's orphan warning (its own logger, its own words): dropped for the nodes
+        # left out on purpose, kept for any other.
+        other = str(uuid.uuid4())
+        manager_log = oslo_logging.getLogger("nova.compute.manager")
+        for node in (nodes[1].id, other):
+            manager_log.warning("Found orphan compute node %(id)s hypervisor host is %(hh)s, "
+                                "nodes are %(nodes)s. We are not deleting this as the driver "
+                                "says this node has not been deleted.",
+                                {"id": 1, "hh": node, "nodes": set()})
+        warned = " ".join(r.getMessage() for r in caplog.records)
+        assert other in warned and nodes[1].id not in warned
+    finally:
+        CONF.clear_override("full_pass_every", group="rp_reporter")
+        CONF.clear_override("host")
 
 
 def test_a_release_during_novas_refresh_is_not_undone_by_it(nova_config, monkeypatch):

@@ -10,6 +10,7 @@ nodes to the real Placement through our ``update_provider_tree``.
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 
@@ -33,8 +34,10 @@ def run(*argv, conf):
 
 
 @pytest.fixture
-def nova_compute(stack, shard, tmp_path):
-    """Start nova-conductor and nova-compute (our driver); yield nova-compute's log path."""
+def nova_compute(request, stack, shard, tmp_path):
+    """Start nova-conductor and nova-compute (our driver, with the test's ``[rp_reporter]``
+    options from ``@pytest.mark.parametrize("nova_compute", [{...}], indirect=True)``);
+    yield nova-compute's log path."""
     common = {
         "DEFAULT": {"transport_url": stack.transport_url, "state_path": tmp_path / "state",
                     "host": "rp-compute-1", "debug": "false"},
@@ -54,7 +57,7 @@ def nova_compute(stack, shard, tmp_path):
         "DEFAULT": {**common["DEFAULT"], "compute_driver": "rp_reporter.IronicDriver",
                     "update_resources_interval": 10},
         "ironic": {"auth_type": "none", "endpoint_override": stack.ironic_url, "shard": shard},
-        "rp_reporter": {"peers_from": "nova"},
+        "rp_reporter": {"peers_from": "nova", **getattr(request, "param", {})},
     }))
     run("nova-manage", "api_db", "sync", conf=str(conductor_conf))
     run("nova-manage", "cell_v2", "map_cell0", "--database_connection",
@@ -98,3 +101,35 @@ def test_nova_compute_loads_the_driver_and_reports_the_nodes_through_it(
     for node in (available, maintenance):
         # nova's resource tracker adds its own traits after the driver: kept.
         assert {"COMPUTE_NODE"} <= placement.provider(node)["traits"], node
+
+
+@pytest.mark.parametrize("nova_compute", [{"full_pass_every": 3}], indirect=True)
+def test_between_full_passes_the_periodic_goes_over_only_the_changed_node(
+        nova_compute, ironic, placement):
+    """``full_pass_every = 3`` in a real nova-compute: its periodic goes over every node at
+    the start and every third time, and in between only a node that changed in Ironic;
+    the nodes left out keep their compute node records and draw no orphan warning."""
+    quiet, changed = ironic.create(), ironic.create()
+    log = nova_compute
+    database = log.parent / "nova.db"
+
+    def periodics():
+        return [line.split("resource tracker periodic: ", 1)[1]
+                for line in log.read_text().splitlines() if "resource tracker periodic: " in line]
+    wait_for(lambda: any(p.startswith("0 of 2 nodes") for p in periodics()), 120,
+             "a periodic with both nodes reported and nothing changed")
+    ironic.set_maintenance(changed, True)
+    # No agent runs here: only nova's resource tracker, going over the changed node, can
+    # reserve it in Placement.
+    wait_for(lambda: placement.provider(changed)["inventories"]["CUSTOM_BAREMETAL_GOLD"][1] == 1,
+             60, "the changed node reserved by nova's periodic")
+    assert placement.provider(quiet)["inventories"]["CUSTOM_BAREMETAL_GOLD"][1] == 0
+    assert any(p.startswith("1 of 2 nodes") for p in periodics()), periodics()
+    seen = len(periodics())
+    wait_for(lambda: any(p.startswith("every node, 2") for p in periodics()[seen:]), 60,
+             "the next full pass")
+    text = log.read_text()
+    assert "Found orphan compute node" not in text and "Deleting orphan" not in text
+    with sqlite3.connect(database) as db:
+        records = db.execute("SELECT hypervisor_hostname FROM compute_nodes WHERE deleted = 0")
+        assert {row[0] for row in records} == {quiet, changed}

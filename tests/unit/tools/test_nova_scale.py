@@ -71,5 +71,21 @@ def test_runs_sharing_a_request_id_are_told_apart_by_the_tasks_start_line(tmp_pa
                    + LINE.format(at="2026-11-26 21:01:03.000", req="req-cccc", held="0.2")
                    + start.format(at="2026-11-26 21:02:00.000")
                    + LINE.format(at="2026-11-26 21:02:01.000", req="req-cccc", held="0.2"))
+    # Each run from its start line (the one at the service's start: its first node).
     assert [(round(last - first, 1), n) for first, last, n in nova_scale.runs(log)] == [
-        (0.0, 1), (2.0, 2), (0.0, 1)]
+        (0.0, 1), (3.0, 2), (1.0, 1)]
+
+
+def test_a_run_that_goes_over_no_node_lasts_until_the_drivers_line(tmp_path):
+    start = ("{at} 6281 DEBUG oslo_service.periodic_task [None req-dddd - - - - - -] Running "
+             "periodic task ComputeManager.update_available_resource run_periodic_tasks\n")
+    driver = ("{at} 6281 INFO rp_reporter.nova_compute.periodic [None req-dddd - - - - - -] "
+              "resource tracker periodic: {due} of 3 nodes, the others unchanged\n")
+    log = tmp_path / "nova-compute.log"
+    log.write_text(start.format(at="2026-11-26 21:00:00.000")
+                   + driver.format(at="2026-11-26 21:00:01.500", due=0)
+                   + start.format(at="2026-11-26 21:01:00.000")
+                   + driver.format(at="2026-11-26 21:01:01.000", due=1)
+                   + LINE.format(at="2026-11-26 21:01:02.000", req="req-dddd", held="0.2"))
+    assert [(round(last - first, 1), n) for first, last, n in nova_scale.runs(log)] == [
+        (1.5, 0), (2.0, 1)]
