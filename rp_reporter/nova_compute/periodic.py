@@ -1,13 +1,19 @@
 """The nodes of nova's resource-tracker periodic, ``[rp_reporter] full_pass_every``.
 
 Which nodes each periodic goes over is ``rp_reporter.tracker_passes``'s decision; this
-is its side in nova.  nova's ``update_available_resource`` takes a compute node record
-of this host that the driver did not return as an orphan: it asks the driver whether
-the node was deleted in Ironic (nova's ``is_node_deleted`` reads the node, one GET per
-node and periodic) and, as it is not, logs "Found orphan compute node ... not deleting"
-and leaves the record.  For a node left out on purpose both are wrong: the answer comes
-from the listing the same periodic has just made (no read), and nova's warning is
-dropped for those nodes only (one line of ours per periodic says how many there were).
+is its side in nova, where two of nova's habits meet a node left out on purpose:
+
+* nova's ``update_available_resource`` takes a compute node record of this host that the
+  driver did not return as an orphan: it asks the driver whether the node was deleted in
+  Ironic (nova's ``is_node_deleted`` reads the node: one GET per node and periodic) and,
+  as it is not, logs "Found orphan compute node ... not deleting" and leaves the record.
+  Here the answer comes from the listing the same periodic has just made (no read), and
+  that warning is dropped for the nodes left out (one line of ours per periodic says how
+  many there were);
+* nova goes over every node again at its next periodic, so a node whose update failed
+  is retried then.  Here a node is taken as looked at when it is given to the periodic;
+  nova's own line for a node whose update failed (or for the whole periodic) makes it,
+  or every node of that periodic, due again at the next one.
 """
 
 import json
@@ -18,7 +24,14 @@ from rp_reporter import tracker_passes
 
 LOG = logging.getLogger(__name__)
 NOVA_MANAGER_LOG = "nova.compute.manager"
+PERIODIC_TASK_LOG = "oslo_service.periodic_task"
 ORPHAN_WARNING = "Found orphan compute node"
+# nova's lines for one node's failed update (ComputeManager._update_available_resource_for_node)
+NODE_FAILED = ("Error updating resources for node", "Compute node '%s' not found in "
+               "update_available_resource")
+# oslo.service's line for a periodic task that raised
+TASK_FAILED = "Error during %(full_task_name)s"
+TASK = "update_available_resource"
 
 
 def fingerprint(node):
@@ -31,17 +44,36 @@ def fingerprint(node):
         sort_keys=True, default=str)
 
 
-class QuietOrphans(logging.Filter):
-    """Drops nova's orphan warning for the nodes this periodic left out on purpose."""
+def _failed_node(record):
+    """The node a nova line says its update failed for, or None."""
+    if not str(record.msg).startswith(NODE_FAILED):
+        return None
+    args = record.args
+    return args.get("node") if isinstance(args, dict) else (args or (None,))[0]
 
-    def __init__(self):
+
+class NovaLines(logging.Filter):
+    """Reads nova's lines about the periodic: drops the orphan warning for the nodes left
+    out on purpose (``quiet``), and calls ``failed(nodes or None)`` for a node whose
+    update failed (None: the whole periodic failed)."""
+
+    def __init__(self, failed):
         super().__init__()
         self.quiet = frozenset()
+        self.failed = failed
 
     def filter(self, record):
         args = record.args
-        return not (isinstance(args, dict) and args.get("hh") in self.quiet
-                    and str(record.msg).startswith(ORPHAN_WARNING))
+        if isinstance(args, dict) and str(record.msg).startswith(ORPHAN_WARNING):
+            return args.get("hh") not in self.quiet
+        if (str(record.msg) == TASK_FAILED and isinstance(args, dict)
+                and str(args.get("full_task_name", "")).endswith(TASK)):
+            self.failed(None)
+        else:
+            node = _failed_node(record)
+            if node:
+                self.failed({node})
+        return True
 
 
 class PeriodicNodes:
@@ -51,10 +83,12 @@ class PeriodicNodes:
         self.passes = tracker_passes.TrackerPasses(full_pass_every)
         self._listed = frozenset()  # every node of the last listing of the fleet
         self._lock = threading.Lock()
-        self._orphans = None
+        self._given = ()  # the nodes the latest periodic was given
+        self._lines = None
         if self.passes.enabled:
-            self._orphans = QuietOrphans()
-            logging.getLogger(NOVA_MANAGER_LOG).addFilter(self._orphans)
+            self._lines = NovaLines(self._failed)
+            for name in (NOVA_MANAGER_LOG, PERIODIC_TASK_LOG):
+                logging.getLogger(name).addFilter(self._lines)
 
     def for_periodic(self, managed, node_cache):
         """The nodes of ``managed`` (nova's answer: every node this service manages) the
@@ -67,7 +101,8 @@ class PeriodicNodes:
             due_set = set(due)
             # A managed node missing from the cache (nova reads it on its own) goes over.
             due += [uuid for uuid in managed if uuid not in node_cache]
-            self._orphans.quiet = frozenset(u for u in managed if u not in due_set)
+            self._lines.quiet = frozenset(u for u in managed if u not in due_set)
+            self._given = tuple(due)
             left = self.passes.until_full()
         if full:
             LOG.info("resource tracker periodic: every node, %d (a full pass: one periodic "
@@ -81,6 +116,14 @@ class PeriodicNodes:
     def forget(self, released):
         with self._lock:
             self.passes.forget(released)
+
+    def _failed(self, nodes):
+        """nova's update failed for ``nodes`` (None: every node of the latest periodic)."""
+        with self._lock:
+            nodes = self._given if nodes is None else nodes
+            self.passes.forget(nodes)
+        LOG.info("resource tracker periodic: %d nodes due again at the next one (nova's "
+                 "update of them failed)", len(nodes))
 
     def listed(self, nodes):
         """A listing of the fleet (nova's node refresh) was made: these are its nodes."""

@@ -22,12 +22,13 @@ from hypothesis import strategies as st
 from nova import context as nova_context
 from nova import exception
 from nova import objects
+from nova.compute import manager as nova_manager
 from nova.compute import provider_tree as nova_provider_tree
 from nova.virt.ironic import driver as nova_driver
 from nova.virt.ironic import ironic_states
 from openstack import exceptions as sdk_exc
 from openstack.baremetal.v1 import node as sdk_node
-from oslo_log import log as oslo_logging
+from oslo_service import periodic_task as oslo_periodic_task
 
 from rp_reporter import model
 from rp_reporter import nova_compute
@@ -156,43 +157,56 @@ def test_mixing_the_coordination_ring_with_nova_ring_is_why_a_group_switches_tog
 
 def test_between_full_passes_nova_goes_over_only_new_and_changed_nodes(
         nova_config, monkeypatch, caplog):
-    """``[rp_reporter] full_pass_every``: what nova's periodic is given, what nova's orphan
-    check is answered for the nodes left out, and init_host's view (every node)."""
+    """``[rp_reporter] full_pass_every``: what nova's periodic is given, nova's orphan check
+    and failure lines (through nova's and oslo.service's own loggers), init_host's view."""
     Fleet(monkeypatch, HOSTS[:1])
     nodes = [sdk_node.Node(id=str(uuid.uuid4()), instance_id=None, provision_state="available")
              for _ in range(5)]
     connection = FakeConnection(nodes)
-    CONF.set_override("full_pass_every", 3, group="rp_reporter")
+    CONF.set_override("full_pass_every", 8, group="rp_reporter")
     try:
         driver = Fleet.driver("ours", connection)
         every = {n.id for n in nodes}
-        assert set(Fleet.owned(driver, HOSTS[0])) == every  # the start: a full pass
-        assert Fleet.owned(driver, HOSTS[0]) == set()  # nothing happened since
+
+        def periodic():
+            return Fleet.owned(driver, HOSTS[0])
+        assert periodic() == every  # the start: a full pass
+        assert periodic() == set()  # nothing happened since
         nodes[0].is_maintenance = True  # a field nova reads changed
         new = sdk_node.Node(id=str(uuid.uuid4()), instance_id=None)
         connection.listing.append(new)  # a node new here
-        assert Fleet.owned(driver, HOSTS[0]) == {nodes[0].id, new.id}
-        assert Fleet.owned(driver, HOSTS[0]) == every | {new.id}  # a full pass again
-        assert Fleet.owned(driver, HOSTS[0]) == set()
+        every.add(new.id)
+        assert periodic() == {nodes[0].id, new.id}
+        assert periodic() == set()
         CONF.set_override("host", HOSTS[0])
-        assert set(driver.get_nodenames_by_uuid()) == every | {new.id}  # init_host's view
+        assert set(driver.get_nodenames_by_uuid()) == every  # init_host's view: every node
 
         # nova's orphan check for a node left out: answered from the listing, no read.
         def no_read(node_id):
             raise AssertionError(f"read {node_id}")
         monkeypatch.setattr(driver, "_get_node", no_read)
         assert driver.is_node_deleted(nodes[1].id) is False
-        # nova's orphan warning (its own logger, its own words): dropped for the nodes
-        # left out on purpose, kept for any other.
+        # nova's orphan warning: dropped for the nodes left out on purpose, kept for others.
         other = str(uuid.uuid4())
-        manager_log = oslo_logging.getLogger("nova.compute.manager")
         for node in (nodes[1].id, other):
-            manager_log.warning("Found orphan compute node %(id)s hypervisor host is %(hh)s, "
-                                "nodes are %(nodes)s. We are not deleting this as the driver "
-                                "says this node has not been deleted.",
-                                {"id": 1, "hh": node, "nodes": set()})
+            nova_manager.LOG.warning(
+                "Found orphan compute node %(id)s hypervisor host is %(hh)s, nodes are "
+                "%(nodes)s. We are not deleting this as the driver says this node has not "
+                "been deleted.", {"id": 1, "hh": node, "nodes": set()})
         warned = " ".join(r.getMessage() for r in caplog.records)
         assert other in warned and nodes[1].id not in warned
+
+        # A node whose update failed is due again at the next periodic (nova would go over
+        # it again); after a failed periodic, every node that periodic was given.
+        nova_manager.LOG.exception("Error updating resources for node %(node)s.",
+                                   {"node": nodes[2].id})
+        assert periodic() == {nodes[2].id}
+        oslo_periodic_task.LOG.exception(
+            "Error during %(full_task_name)s",
+            {"full_task_name": "nova.compute.manager.ComputeManager.update_available_resource"})
+        assert periodic() == {nodes[2].id}
+        assert periodic() == set() and periodic() == set()
+        assert periodic() == every  # the eighth: a full pass
     finally:
         CONF.clear_override("full_pass_every", group="rp_reporter")
         CONF.clear_override("host")
