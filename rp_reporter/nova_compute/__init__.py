@@ -17,6 +17,8 @@ or orphans a node.  Its parts:
 * ``coordinated_ring`` (``peers_from = coordination``): this service's membership
   in the compute services' group and the ring over its live members, applied to
   nova's node cache;
+* ``periodic`` (``full_pass_every`` above 1): which nodes nova's resource-tracker
+  periodic goes over, ``rp_reporter.tracker_passes``'s decision;
 * ``rehome``: the job that moves a fenced service's servers to live members, and
   ``guard``, which refuses an operation on a server no longer homed here;
 * ``options``: ``[rp_reporter]`` in nova.conf.
