@@ -7,10 +7,12 @@ each setup, on nodes of their own (a shard and a resource class per setup):
 
 * ``stock_one``: nova's Ironic driver, one nova-compute over the whole fleet (the
   shape nova's documentation warns about past 1,000 nodes);
-* ``stock_shards``: three nova-computes, one static ``[ironic] shard`` each (nova's
-  answer);
-* ``rp_reporter``: three nova-computes with rp_reporter's driver on the ring
-  (``peers_from = coordination``, etcd) and two agents on the shard.
+* ``stock_shards``: three nova-computes (``--services``), one static ``[ironic] shard``
+  each (nova's answer);
+* ``rp_reporter``: three nova-computes (``--services``) with rp_reporter's driver on the
+  ring (``peers_from = coordination``, etcd, ``--full-pass-every``) and two agents on the
+  shard, started with the services (``--agents-first``: the services once the agents
+  have every node's provider).
 
 TEMPLATES nodes of each setup go through Ironic's API, the rest are copies of their
 rows (``common.copy_nodes``).  Measured, in this order:
@@ -137,9 +139,9 @@ class Setup:
     """One setup's nodes, services (and agents) on the stack."""
 
     def __init__(self, stack, name, nodes, periodic_s, workdir, nova_settings=(),
-                 full_pass_every=1):
+                 full_pass_every=1, services=SERVICES):
         self.stack, self.name, self.nodes, self.workdir = stack, name, nodes, workdir
-        count = 1 if name == "stock_one" else SERVICES
+        count = 1 if name == "stock_one" else services
         self.hosts = [f"{name.replace('_', '-')}-{nodes}-{i}" for i in range(count)]
         base = f"scale-{name.replace('_', '-')}-{nodes}"
         self.shards = ([f"{base}-{i}" for i in range(count)] if name == "stock_shards"
@@ -167,12 +169,23 @@ class Setup:
                                                                  share - TEMPLATES)]
         return made
 
-    def start(self):
-        """Agents first (rp_reporter), then every nova-compute; returns their logs."""
+    def start_agents(self):
+        """rp_reporter's agents (the other setups have none)."""
         if self.name == "rp_reporter":
             self.agents = fleet.Agents(self.stack, self.workdir, AGENTS, 60, {
                 "ironic": {"shard": self.shards[0]},
                 "coordination": {"group": f"rp-{self.shards[0]}"}})
+
+    def agents_done(self, timeout):
+        """Seconds until the agents have every node's provider and nothing left to do."""
+        started = time.monotonic()
+        wait_for(lambda: (len(self.placement.holding(self.placement_class)) >= self.nodes
+                          and self.agents.settled()),
+                 timeout, f"{self.name}: the agents' providers of every node", interval=2)
+        return time.monotonic() - started
+
+    def start_services(self):
+        """Every nova-compute; returns their logs."""
         logs = {}
         for i, host in enumerate(self.hosts):
             logs[host] = self.stack.start_compute(
@@ -363,7 +376,8 @@ def after_kill(setup, nova, node_ids, kept, timeout):
 def measure(stack, name, nodes, args, workdir):
     """One setup at one fleet size: its row of figures."""
     setup = Setup(stack, name, nodes, args.periodic, os.path.join(workdir, f"{name}-{nodes}"),
-                  args.nova, args.full_pass_every if name == "rp_reporter" else 1)
+                  args.nova, args.full_pass_every if name == "rp_reporter" else 1,
+                  args.services)
     os.makedirs(setup.workdir, exist_ok=True)
     made = time.monotonic()
     node_ids = setup.make_nodes()
@@ -374,10 +388,14 @@ def measure(stack, name, nodes, args, workdir):
            "agents": AGENTS if name == "rp_reporter" else 0,
            "periodic_interval_s": args.periodic, "nova_settings": args.nova,
            "lease_s": LEASE if name == "rp_reporter" else None,
-           "full_pass_every": setup.full_pass_every}
+           "full_pass_every": setup.full_pass_every,
+           "agents_first": bool(args.agents_first and name == "rp_reporter")}
+    setup.start_agents()
+    if row["agents_first"]:  # the services start beside agents that are done
+        row["agents_done_s"] = round(setup.agents_done(args.timeout), 1)
     cpu_before = cpu_by_service(stack, setup)
     started = time.monotonic()
-    logs = setup.start()
+    logs = setup.start_services()
     try:
         row.update(cold_start(stack, setup, started, cpu_before, args))
         row.update(steady(stack, setup, logs, args))
@@ -440,6 +458,11 @@ def add_arguments(parser):
                         help="seconds watched after every service's first whole periodic")
     parser.add_argument("--nova", nargs="*", default=[], metavar="SECTION.OPTION=VALUE",
                         help="nova.conf settings of every setup's services, over the bench's")
+    parser.add_argument("--services", type=int, default=SERVICES,
+                        help="nova-compute services of the shards' and rp_reporter's setups")
+    parser.add_argument("--agents-first", action="store_true",
+                        help="rp_reporter: start the services once the agents have every "
+                             "node's provider (the cold start counts from the services)")
     parser.add_argument("--full-pass-every", type=int, default=10,
                         help="rp_reporter's services: [rp_reporter] full_pass_every")
     parser.add_argument("--boots", type=int, default=20,

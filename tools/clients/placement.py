@@ -54,6 +54,12 @@ class Placement:
                                   "&root_required=OWNER_NOVA,!COMPUTE_STATUS_DISABLED")
         return set(found["provider_summaries"])
 
+    def holding(self, resource_class):
+        """The providers with one unit of ``resource_class`` to offer, whoever they are
+        for (no trait asked)."""
+        found = self._call("GET", f"/resource_providers?resources={resource_class}:1")
+        return {rp["uuid"] for rp in found["resource_providers"]}
+
     def provider_uuids(self):
         """Every resource provider's uuid."""
         return {rp["uuid"] for rp in self._call("GET", "/resource_providers")["resource_providers"]}
