@@ -17,6 +17,10 @@ METRICS = {
                ("kind",)),
     "conflicts": (prom.Counter, "rp_reporter_generation_conflicts",
                   "Writes refused for a stale generation, re-planned.", ()),
+    "node_syncs": (prom.Counter, "rp_reporter_node_syncs",
+                   "Per-node syncs by what they synced from: ironic (a read of the node: a "
+                   "notification, a takeover, a retry) or listing (a reconcile pass's listing "
+                   "of a node nothing happened to since).", ("read",)),
     "failures": (prom.Counter, "rp_reporter_sync_failures",
                  "Per-node syncs that failed, by reason.", ("reason",)),
     "notifications": (prom.Counter, "rp_reporter_notifications",

@@ -12,15 +12,30 @@ The work queue (``sync/queue.py``) de-duplicates them, and its workers call
 ``sync_node``: the one per-node sync (``sync/node.py``), whose result becomes
 the queue's answer (False: retry with backoff), the services' outages and the
 metrics.
+
+A resync's key comes with what the pass's listing makes of the node, and its sync
+uses that instead of reading the node again, as a sample-controller's sync reads
+its lister's cache.  Another writer (nova's resource tracker, above all) moves
+providers' generations without any change in Ironic, and a read per node would
+cost Ironic one request for each.  Only while nothing happened to the node since
+its listing began: a notification, a takeover or a sync of it since then, or one
+arriving before its sync, and the sync reads the node itself.
 """
 
 import logging
+import math
+import threading
 import time
 
 from rp_reporter import errors
 from rp_reporter.sync import provider
 
 LOG = logging.getLogger("rp_reporter.agent")
+# How long before a listing's hand-over a node's last notification, takeover or sync
+# is still remembered: far longer than a listing a pass uses is old (the shared
+# listing's freshness bound is one [reconcile] interval, and the lister's clock one
+# more).  A hand-over of a listing older than what is remembered has no hints.
+TOUCHED_HORIZON = 3 * 3600.0
 
 
 class Controller:
@@ -34,6 +49,19 @@ class Controller:
         self.outages = outages  # {section: Outage}
         self.clock = clock  # latency.FastPathClock
         self.ring_changed = ring_changed  # () -> None: a resync now, on the new ring
+        self._lock = threading.Lock()
+        # {uuid: model.Desired} of the last resync, for the keys it queued; and when
+        # each node was last notified, taken over or synced (time.monotonic()), for as
+        # long as a listing's hand-over may need to know.
+        self._listed = {}
+        self._touched = {}
+        self._forgotten_before = -math.inf  # what happened before then is forgotten
+
+    def _touch(self, uuid):
+        """Something happened to the node: its next sync reads it."""
+        with self._lock:
+            self._touched[uuid] = time.monotonic()
+            self._listed.pop(uuid, None)
 
     def start(self):
         self.queue.start(self.sync_node, on_done=self._synced)
@@ -47,6 +75,7 @@ class Controller:
             return
         self.metrics.notifications.labels("accepted").inc()
         self.clock.noted(uuid, sent_at)
+        self._touch(uuid)
         self.queue.add(uuid, urgent=True)  # ahead of a resync's keys
 
     def on_bad_notification(self, reason):
@@ -55,11 +84,24 @@ class Controller:
     def on_members_changed(self, taken_over):
         """The ring changed: recently changed nodes now ours go first, then a resync."""
         for uuid in taken_over:
+            self._touch(uuid)
             self.queue.add(uuid, urgent=True)
         self.ring_changed()
 
-    def enqueue(self, uuids):
-        """The resync's keys, behind the notifications'."""
+    def enqueue(self, uuids, listed=None, listed_since=None):
+        """The resync's keys, behind the notifications'.  ``listed``: {uuid:
+        model.Desired} its listing makes of them, every record read after
+        ``listed_since`` (time.monotonic()); they replace the last resync's."""
+        if listed is not None:
+            with self._lock:
+                known = listed_since >= self._forgotten_before
+                self._listed = {u: d for u, d in listed.items()
+                                if known and self._touched.get(u, -math.inf) < listed_since}
+                # What no later hand-over can need (one older than this has no hints).
+                self._forgotten_before = max(self._forgotten_before,
+                                             listed_since - TOUCHED_HORIZON)
+                self._touched = {u: t for u, t in self._touched.items()
+                                 if t >= self._forgotten_before}
         for uuid in uuids:
             self.queue.add(uuid)
         self.metrics.queue_depth.set(self.queue.depth())  # not only when a sync ends
@@ -69,16 +111,23 @@ class Controller:
         """The per-node sync of ``uuid``, with the agent's health and metrics; False
         to retry it with backoff."""
         started = time.time()
+        with self._lock:
+            listed = self._listed.pop(uuid, None)
+        self.metrics.node_syncs.labels("ironic" if listed is None else "listing").inc()
         try:
-            done = self.node_sync.sync(uuid)
+            done = (self.node_sync.sync(uuid) if listed is None
+                    else self.node_sync.sync_listed(listed))
         except errors.ServiceError as e:
-            if e.section == "placement":
+            if e.section == "placement" and listed is None:
                 self.outages["ironic"].ok()  # the node was read
             return self._failed(e)
         except errors.Fenced as e:  # the resync after unfencing looks at it again
             LOG.info("node %s: %s", uuid, e)
             return False
-        self.outages["ironic"].ok()
+        finally:
+            self._touch(uuid)
+        if listed is None:
+            self.outages["ironic"].ok()
         if done.not_synced == "foreign":
             self.note_foreign(uuid)
         elif done.not_synced == "invalid":

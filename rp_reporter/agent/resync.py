@@ -1,10 +1,11 @@
 """One periodic reconcile pass of the agent, and its deletion policy.
 
 The pass observes in bulk (its own listings, or the lister's slice), enqueues the
-nodes that differ, creates in bulk the providers that are missing, and deletes the
-providers whose nodes are proven gone (``Reconciler``'s verdict), while the agent
-still owns them.  What it found goes to the metrics; a service it could not reach
-to that service's outage.
+nodes that differ with what the listing makes of each (a node nothing happened to
+since is then synced without a read of its own), creates in bulk the providers that
+are missing, and deletes the providers whose nodes are proven gone (``Reconciler``'s
+verdict), while the agent still owns them.  What it found goes to the metrics; a
+service it could not reach to that service's outage.
 """
 
 import logging
@@ -22,7 +23,8 @@ class Resync:
         self.metrics = metrics
         self.outages = outages    # {section: Outage}
         self.health = health      # the deletion guard's refusal is shown there
-        self.enqueue = enqueue    # uuids -> the work queue (Controller.enqueue)
+        # (uuids, {uuid: listed desired}, listed since) -> the work queue (Controller.enqueue)
+        self.enqueue = enqueue
         self.stopping = stopping  # threading.Event: bulk creation stops with the agent
 
     def run(self, listing=None, tee=None):
@@ -43,7 +45,13 @@ class Resync:
         self.metrics.listings.labels("shared" if listing is not None else
                                      "sent" if tee is not None else "own").inc()
         self.apply_verdict(drift.verdict)
-        self.enqueue(drift.keys)
+        # Since when the listing's records are as fresh as any read (own: this pass).
+        if listing is None:
+            self.enqueue(drift.keys, drift.listed, started)
+        elif listing.read_within is not None:
+            self.enqueue(drift.keys, drift.listed, started - listing.read_within)
+        else:
+            self.enqueue(drift.keys)
         self.metrics.nodes_owned.set(drift.nodes)
         self.metrics.nodes_skipped.set(drift.skipped)
         found = drift.changed + len(drift.new)

@@ -4,7 +4,8 @@ Ironic, the desired provider, and Placement made to match it.
 Every path that syncs a node goes through ``NodeSync``:
 
 * the fast path and the agent's work queue: ``sync(uuid)`` reads the node
-  from Ironic and syncs it;
+  from Ironic and syncs it, or ``sync_listed(desired)`` syncs what a reconcile
+  pass made of its listing of a node nothing has happened to since;
 * the reconcile pass (and its bulk creation): ``desired_from_records`` turns
   the listing's records into desired providers, which ``ProviderSync`` writes.
 
@@ -61,6 +62,10 @@ class NodeSync:
         # sync.tenant_aggregates.NodeTenancy with [tenancy] enabled (the node_traits
         # then carry its public trait too); None: aggregates left alone.
         self.tenancy = None
+        # The owned nodes of the last desired_from_records whose desired provider is
+        # not what sync(uuid) would make of the same record (the queue had them, or
+        # their derived traits were to be written): only a read of their own syncs them.
+        self.read_again = set()
 
     @property
     def extra_fields(self):
@@ -178,6 +183,7 @@ class NodeSync:
         list, collects each owned node's model.Node.
         """
         desired, writes, failures = [], [], {}
+        self.read_again = set()
         pool = None
         probe_only = self._writes_refused()
         if self.tenancy is not None:
@@ -196,12 +202,13 @@ class NodeSync:
                 if self.node_traits is not None and self.busy(node.uuid):
                     # The queue's fresher read judges its derived traits, not this pass.
                     self.problems.keep(node.uuid)
-                elif (self.node_traits is not None
-                        and self.plan_traits(record) is not None
-                        and not (probe_only and writes)):
+                    self.read_again.add(node.uuid)
+                elif self.node_traits is not None and self.plan_traits(record) is not None:
+                    # What its derived traits came to is a sync's read to say.
+                    self.read_again.add(node.uuid)
                     if dry_run:
                         node = self.with_derived_traits(record, node, dry_run=True)
-                    else:
+                    elif not (probe_only and writes):
                         pool = pool or concurrent.futures.ThreadPoolExecutor(self.workers)
                         writes.append(pool.submit(self._write_traits, record, node, failures))
                         continue
@@ -253,6 +260,14 @@ class NodeSync:
         result = self.provider_sync.sync(self.desired(node), provider.USE_CACHE)
         return NodeResult(uuid, result=result, trait_error=trait_error,
                           read_seconds=read_seconds)
+
+
+    def sync_listed(self, desired):
+        """Make Placement match ``desired``, which a reconcile pass made of its listing
+        of the node: no read of the node's own (the caller knows nothing happened to
+        the node since that listing began).  Returns a NodeResult; raises as ``sync``."""
+        return NodeResult(desired.uuid, result=self.provider_sync.sync(desired,
+                                                                       provider.USE_CACHE))
 
 
 def _names(traits):

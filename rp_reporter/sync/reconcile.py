@@ -86,6 +86,9 @@ class Drift:
     skipped: int  # of those, nodes that cannot be offered
     verdict: absence.Verdict  # providers whose nodes are gone: delete, wait, or refuse
     changed: int = 0  # of keys, nodes out of step (the rest are due for re-verification)
+    # Of keys, {uuid: model.Desired} that this pass's listing makes of each node, for a
+    # sync with no read of its own while nothing happens to the node (Controller).
+    listed: dict = dataclasses.field(default_factory=dict)
 
 
 class Reconciler:
@@ -231,8 +234,10 @@ class Reconciler:
         keys += sorted(retry)
         changed = sum(1 for u in keys if u not in self.provider_sync.reverifying)
         self.node_sync.problems.end_pass()
+        read_again = self.node_sync.read_again
         return Drift(keys=keys, new=new, nodes=len(desired),
-                     skipped=skipped, verdict=verdict, changed=changed)
+                     skipped=skipped, verdict=verdict, changed=changed,
+                     listed={d.uuid: d for d in rest if d.uuid not in read_again})
 
     def create_in_bulk(self, new, enqueue, should_stop):
         """Providers Placement does not have yet (a first start on a fleet), their

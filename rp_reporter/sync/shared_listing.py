@@ -54,6 +54,10 @@ class Listing:
     records: collections.abc.Iterable
     providers: dict
     listing_gap: str | None
+    # Every record was read within this many seconds before the slice was taken (the
+    # lister's clock against the member's, with one freshness bound more for the two
+    # clocks to disagree by); None: not known.
+    read_within: float | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -274,4 +278,5 @@ class Assembler:
             self.refused = f"finished {age:.0f} s ago, over {self.max_age:.0f} s"
             return None
         self.refused = None
-        return kept.slice()
+        began_ago = age + float(kept.end.get("seconds") or 0.0)
+        return dataclasses.replace(kept.slice(), read_within=max(began_ago, 0.0) + self.max_age)

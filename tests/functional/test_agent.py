@@ -12,6 +12,7 @@ from oslo_config import cfg
 
 from tests.functional.agents import inventory
 from tests.functional.agents import traits
+from tests.functional.proxy import Proxy
 from tools.wait import wait_for
 
 GOLD = "CUSTOM_BAREMETAL_GOLD"
@@ -206,3 +207,41 @@ def test_agent_refuses_bad_configuration(tmp_path):
                           env=dict(os.environ))
     assert proc.returncode == 2
     assert proc.stderr.startswith("rp-reporter-agent: error: bad configuration:")
+
+
+def test_generations_moved_by_nova_cost_ironic_no_read_per_node(agents, ironic, placement,
+                                                                stack):
+    """nova's resource tracker writes its own traits on every provider it takes up: the
+    generations move while Ironic has nothing new.  The next pass finds those nodes
+    out of step and its queue syncs each from the pass's listing: Ironic sees its
+    listings and no request for any one node, and nova's traits stay."""
+    nodes = ironic.create_many(6)
+    proxy = Proxy(stack.ironic_url)
+    try:
+        # A name of its own: no earlier agent's listener pool holds these nodes' news.
+        agent = agents("listing-agent", ironic={"endpoint_override": proxy.url},
+                       reconcile={"interval": 1, "jitter": 0})
+        for node in nodes:
+            wait_for(lambda n=node: inventory(placement, n) == {GOLD: (1, 0, 1)}, 30, node)
+        def syncs(read):
+            return agent.metric("rp_reporter_node_syncs_total", f'{{read="{read}"}}')
+
+        synced_before = syncs("listing") + syncs("ironic")
+        began = time.monotonic()
+        for node in nodes:
+            placement.add_trait(node, "COMPUTE_NET_ATTACH_INTERFACE")
+        wait_for(lambda: syncs("listing") + syncs("ironic") >= synced_before + len(nodes), 20,
+                 "each node synced again")
+        asked = [path for at, _, path in list(proxy.seen) if at >= began]
+        assert any(path.startswith("/v1/nodes?") or path.startswith("/v1/nodes/?")
+                   for path in asked), asked  # the passes' listings went through here
+        assert not [path for path in asked if any(node in path for node in nodes)]
+        assert syncs("ironic") == 0
+        assert all("COMPUTE_NET_ATTACH_INTERFACE" in traits(placement, n) for n in nodes)
+        assert all(inventory(placement, n) == {GOLD: (1, 0, 1)} for n in nodes)
+        # The fast path still reads: a change in Ironic reaches Placement.
+        ironic.set_maintenance(nodes[0], True)
+        wait_for(lambda: inventory(placement, nodes[0]) == {GOLD: (1, 1, 1)}, 10, "notified")
+        assert syncs("ironic") >= 1
+    finally:
+        proxy.close()

@@ -92,8 +92,10 @@ class Placement:
 
     def add_trait(self, rp, trait):
         """A foreign writer: adds a trait of its own, generation-guarded like anyone,
-        re-reading and retrying when someone else wrote first."""
-        self._call("PUT", f"/traits/{trait}")
+        re-reading and retrying when someone else wrote first (a standard trait, nova's
+        own, Placement has already)."""
+        if trait.startswith("CUSTOM_"):
+            self._call("PUT", f"/traits/{trait}")
         for _ in range(20):
             current = self._call("GET", f"/resource_providers/{rp}/traits")
             resp = self.http.put(f"{self.url}/resource_providers/{rp}/traits", timeout=30, json={

@@ -4,12 +4,14 @@ a refusal is said once while Placement still follows.  NodeTraits is faked as in
 tests/unit/sync/test_node.py."""
 
 import logging
+import time
 
 import pytest
 
 from rp_reporter import agent as rp_agent
 from rp_reporter import conf as rp_conf
 from rp_reporter import errors
+from rp_reporter.agent import controller as rp_controller
 from rp_reporter.sync import provider
 from tests.unit.sync.test_node import UUIDS
 from tests.unit.sync.test_node import FakeNodeTraits
@@ -97,3 +99,69 @@ def test_a_refused_trait_write_is_said_once_and_placement_still_follows(agent, c
     desired = desired_by_uuid(nodes, [record(u, cap="UEFI") for u in UUIDS])
     assert agent.healthy() == (True, "ok")
     assert all(d.traits == {"CUSTOM_CAP_UEFI"} for d in desired.values())
+
+
+# -- a resync's key, synced from its listing -----------------------------------
+def listed(agent, uuid):
+    """What a pass's listing makes of the node (as Reconciler.drift hands it over)."""
+    return {uuid: desired_from(agent.node_sync, [record(uuid)])[0][0]}
+
+
+def syncs(agent, read):
+    return agent.metrics.registry.get_sample_value("rp_reporter_node_syncs_total",
+                                                   {"read": read}) or 0
+
+
+def test_a_resync_key_nothing_happened_to_is_synced_from_its_listing(agent):
+    agent.node_sync.ironic = ironic = FakeIronic([record(UUIDS[0])])
+    agent.controller.enqueue([UUIDS[0]], listed(agent, UUIDS[0]), time.monotonic())
+    assert agent.controller.sync_node(UUIDS[0]) is True
+    assert ironic.reads == []  # no read of its own: one request fewer per node
+    assert agent.node_sync.provider_sync.synced == [listed(agent, UUIDS[0])[UUIDS[0]]]
+    assert (syncs(agent, "listing"), syncs(agent, "ironic")) == (1, 0)
+    # Used once: the key's next sync (a retry, say) reads the node.
+    assert agent.controller.sync_node(UUIDS[0]) is True
+    assert ironic.reads == [()] and syncs(agent, "ironic") == 1
+
+
+@pytest.mark.parametrize("happened", ["notified", "taken over", "synced"])
+def test_a_node_touched_since_its_listing_began_is_read_again(agent, happened):
+    """A notification, a takeover or a sync since the listing began, before the
+    hand-over: the listing may predate that change, so the sync reads the node."""
+    agent.node_sync.ironic = ironic = FakeIronic([record(UUIDS[0])])
+    listing_began = time.monotonic()
+    if happened == "notified":
+        agent.controller.on_notification(UUIDS[0], "baremetal.node.update.end", None)
+    elif happened == "taken over":
+        agent.controller.on_members_changed([UUIDS[0]])
+    else:
+        agent.controller.sync_node(UUIDS[0])
+        ironic.reads.clear()
+    agent.controller.enqueue([UUIDS[0]], listed(agent, UUIDS[0]), listing_began)
+    agent.controller.sync_node(UUIDS[0])
+    assert ironic.reads == [()] and syncs(agent, "listing") == 0
+
+
+def test_a_notification_after_the_hand_over_makes_the_sync_read(agent):
+    agent.node_sync.ironic = ironic = FakeIronic([record(UUIDS[0])])
+    agent.controller.enqueue([UUIDS[0]], listed(agent, UUIDS[0]), time.monotonic())
+    agent.controller.on_notification(UUIDS[0], "baremetal.node.update.end", None)
+    agent.controller.sync_node(UUIDS[0])
+    assert ironic.reads == [()]
+
+
+def test_each_hand_over_replaces_the_last_and_an_old_listing_hands_over_nothing(agent):
+    agent.node_sync.ironic = ironic = FakeIronic([record(u) for u in UUIDS[:2]])
+    controller = agent.controller
+    now = time.monotonic()
+    controller.enqueue([UUIDS[0]], listed(agent, UUIDS[0]), now)
+    controller.enqueue([UUIDS[1]], listed(agent, UUIDS[1]), now)
+    controller.sync_node(UUIDS[0])  # still queued from the pass before: read
+    assert ironic.reads == [()]
+    controller.sync_node(UUIDS[1])
+    assert ironic.reads == [()] and syncs(agent, "listing") == 1
+    # What happened before the horizon is forgotten: a listing that old proves nothing.
+    controller.enqueue([UUIDS[1]], listed(agent, UUIDS[1]),
+                       now - rp_controller.TOUCHED_HORIZON - 1)
+    controller.sync_node(UUIDS[1])
+    assert ironic.reads == [(), ()]

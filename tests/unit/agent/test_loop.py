@@ -3,6 +3,7 @@ member's health comes from its own calls, and /healthz fails once passes stop
 completing."""
 
 import threading
+import time
 
 import pytest
 
@@ -86,6 +87,7 @@ class Drift:
     """What a pass found: two nodes out of step, one provider to create."""
     changed, nodes, skipped = 2, 10, 0
     keys = ["n1", "n2"]
+    listed = {"n1": "n1 as listed"}
 
     def __init__(self):
         self.new = ["n3"]
@@ -109,10 +111,20 @@ class Reconciler:
 
 
 def test_a_pass_enqueues_what_differs_and_what_bulk_creation_leaves(agent):
-    queued = []
+    queued, handed_over = [], []
+
+    def enqueue(uuids, listed=None, listed_since=None):
+        queued.extend(uuids)
+        handed_over.append((listed, listed_since))
+
     agent.resync.reconciler = Reconciler()
-    agent.resync.enqueue = queued.extend
+    agent.resync.enqueue = enqueue
+    before = time.monotonic()
     assert agent.resync.run(listing=None) is True
     assert queued == ["n1", "n2", "n3"]
+    # Its own listing began after the pass did: read since then.
+    (listed, since), (none, _) = handed_over
+    assert listed == {"n1": "n1 as listed"} and before <= since <= time.monotonic()
+    assert none is None  # the bulk path's leftovers replace nothing
     assert agent.resync.reconciler.saved == 1
     assert agent.metrics.reconcile_passes._value.get() == 1

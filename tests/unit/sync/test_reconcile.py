@@ -121,3 +121,30 @@ def test_only_owned_providers_are_re_read_for_verification():
     placement.reads.clear()
     rec.drift()
     assert placement.reads and set(placement.reads) <= MINE
+
+
+def test_a_pass_hands_the_queue_what_its_listing_makes_of_each_node_out_of_step():
+    """The queue syncs a node from this (no read per node) while nothing happens to it."""
+    records = [record(u, maintenance=(i % 7 == 0)) for i, u in enumerate(NODES)]
+    rec, _ = reconciler(records)
+    found = rec.drift()
+    assert found.keys and set(found.listed) == set(found.keys)
+    listed = {r["uuid"]: r for r in records}
+    for uuid, desired in found.listed.items():
+        assert desired == rec.node_sync.desired(model.node_from_api(listed[uuid]))
+    assert {d.reserved for d in found.listed.values()} == {0, 1}
+
+
+def test_a_node_whose_derived_traits_are_in_question_is_not_handed_over():
+    """With derived-trait rules, the pass's view of a node the queue has, or whose
+    traits were to be written, is not what a sync's own read would give."""
+    from tests.unit.sync.test_node import FakeNodeTraits
+    records = [dict(record(u, maintenance=True), properties={}, extra={}) for u in NODES]
+    to_derive, queued = sorted(MINE)[:2]
+    records[NODES.index(to_derive)]["properties"] = {"cap": "UEFI"}
+    rec, _ = reconciler(records)
+    rec.node_sync.node_traits = FakeNodeTraits()
+    rec.node_sync.busy = lambda uuid: uuid == queued
+    found = rec.drift()
+    assert {to_derive, queued} <= set(found.keys)
+    assert set(found.listed) == set(found.keys) - {to_derive, queued}

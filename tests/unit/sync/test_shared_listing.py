@@ -121,6 +121,13 @@ def test_a_slice_is_handed_over_once():
     assert assembler.take(CONTEXT) is None
 
 
+def test_a_slice_says_how_long_before_it_was_taken_its_records_may_have_been_read():
+    """The lister began it at 1000 by its clock and the member takes it at 1010: read
+    within 10 s, and within 70 s allowing the two clocks the freshness bound (60 s)."""
+    listing = assemble(cut("agent-0"), "agent-1", now=1010.0).take(CONTEXT)
+    assert listing.read_within == 10.0 + 60
+
+
 def test_a_stale_slice_is_refused():
     assembler = assemble(cut("agent-0"), "agent-1", now=1000.0 + 61)
     assert assembler.take(CONTEXT) is None
