@@ -300,13 +300,25 @@ def cpu_of(stack, setup):
 
 def latency_figures(booted):
     """p50/p99 of the built servers' boot seconds, apart for those a periodic of their
-    service overlapped (None where there were none)."""
+    service overlapped (None where there were none); and the same split within the
+    servers booted one after another and those booted together (``boots_by_kind``:
+    {kind: {label: [count, p50, p99]}}), since a boot among others takes longer
+    whether a periodic runs or not."""
     figures = {"boots": len(booted), "boots_failed": sum(b["status"] != "ACTIVE" for b in booted)}
-    for label, during in (("idle", False), ("during_periodic", True)):
-        took = [b["s"] for b in booted if b["status"] == "ACTIVE" and b["during"] == during]
-        figures[f"boots_{label}"] = len(took)
-        for q in (50, 99):
-            figures[f"boot_p{q}_{label}_s"] = round(common.percentile(took, q), 2) if took else None
+    built = [b for b in booted if b["status"] == "ACTIVE"]
+
+    def split(boots):
+        for label, during in (("idle", False), ("during_periodic", True)):
+            took = [b["s"] for b in boots if b["during"] == during]
+            yield label, [len(took)] + [round(common.percentile(took, q), 2) if took else None
+                                        for q in (50, 99)]
+
+    for label, (count, p50, p99) in split(built):
+        figures.update({f"boots_{label}": count, f"boot_p50_{label}_s": p50,
+                        f"boot_p99_{label}_s": p99})
+    figures["boots_by_kind"] = {
+        kind: dict(split([b for b in built if b.get("together", False) == together]))
+        for kind, together in (("one_by_one", False), ("together", True))}
     return figures
 
 
@@ -417,8 +429,9 @@ def measure(stack, name, nodes, args, workdir):
         # A takeover costs what the start cost per node: watched for a lease, an interval,
         # the longest periodic seen (the start's) and a minute.
         longest = max(s for runs in row["periodics"].values() for s, _ in runs)
-        row.update(after_kill(setup, nova, node_ids, kept,
-                              LEASE + args.periodic + longest + 60))
+        if not args.no_kill:
+            row.update(after_kill(setup, nova, node_ids, kept,
+                                  LEASE + args.periodic + longest + 60))
         row.update(periodics_failed={h: failed_periodics(log) for h, log in logs.items()},
                    load=common.load())
         for server in kept:
@@ -466,6 +479,8 @@ def add_arguments(parser):
                              "node's provider (the cold start counts from the services)")
     parser.add_argument("--full-pass-every", type=int, default=10,
                         help="rp_reporter's services: [rp_reporter] full_pass_every")
+    parser.add_argument("--no-kill", action="store_true",
+                        help="leave out the kill (a fleet whose takeover outlasts the run)")
     parser.add_argument("--boots", type=int, default=20,
                         help="servers booted one after another")
     parser.add_argument("--boots-at-once", type=int, default=10,

@@ -84,6 +84,10 @@ def session(headers, auth=None):
     return http
 
 
+# Answers that say the request was not carried out and may simply be sent again.
+RETRIED = ("database is locked", "The Keystone service is temporarily unavailable")
+
+
 def repeatable():
     """The ``landed`` of a write that is the same state however often it is sent (a
     PUT of a whole value): it is always sent again."""
@@ -92,7 +96,8 @@ def repeatable():
 
 def call(http, method, url, expect, landed=None, slots=None, **kw):
     """One request; a sqlite "database is locked" 500 (concurrent writers on the
-    local stack's sqlite) is tried again a few times.
+    local stack's sqlite) is tried again a few times, as is keystonemiddleware's 503 for
+    a Keystone too busy to validate the token (the request never reached the service).
 
     A write whose connection broke before any answer may or may not have landed: it is
     sent once more only when ``landed()`` (a fresh read of what it writes) says it did
@@ -110,7 +115,7 @@ def call(http, method, url, expect, landed=None, slots=None, **kw):
                 return None
             REPEATS[f"{method} repeated"] += 1
             continue
-        if resp.status_code in expect or "database is locked" not in resp.text:
+        if resp.status_code in expect or not any(busy in resp.text for busy in RETRIED):
             break
         time.sleep(min(0.05 * (attempt + 1), 0.5))
     assert resp.status_code in expect, f"{method} {url}: {resp.status_code} {resp.text}"

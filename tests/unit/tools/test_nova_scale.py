@@ -61,6 +61,18 @@ def test_boot_latencies_are_split_by_periodic_and_failures_are_left_out():
     assert nova_scale.latency_figures([])["boot_p50_idle_s"] is None
 
 
+def test_boot_latencies_are_split_again_within_each_kind_of_boot():
+    """Boots built together are slower whether a periodic runs or not: the split by
+    periodic is also made among the boots of one kind."""
+    booted = ([{"status": "ACTIVE", "s": 5.0, "during": False, "together": False}] * 3
+              + [{"status": "ACTIVE", "s": 6.0, "during": True, "together": False}]
+              + [{"status": "ACTIVE", "s": 25.0, "during": True, "together": True}] * 2)
+    by_kind = nova_scale.latency_figures(booted)["boots_by_kind"]
+    assert by_kind["one_by_one"] == {"idle": [3, 5.0, 5.0], "during_periodic": [1, 6.0, 6.0]}
+    assert by_kind["together"] == {"idle": [0, None, None],
+                                   "during_periodic": [2, 25.0, 25.0]}
+
+
 def test_runs_sharing_a_request_id_are_told_apart_by_the_tasks_start_line(tmp_path):
     start = ("{at} 6281 DEBUG oslo_service.periodic_task [None req-cccc - - - - - -] Running "
              "periodic task ComputeManager.update_available_resource run_periodic_tasks\n")
