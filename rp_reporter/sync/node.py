@@ -261,7 +261,6 @@ class NodeSync:
         return NodeResult(uuid, result=result, trait_error=trait_error,
                           read_seconds=read_seconds)
 
-
     def sync_listed(self, desired):
         """Make Placement match ``desired``, which a reconcile pass made of its listing
         of the node: no read of the node's own (the caller knows nothing happened to
