@@ -223,6 +223,7 @@ def test_generations_moved_by_nova_cost_ironic_no_read_per_node(agents, ironic, 
                        reconcile={"interval": 1, "jitter": 0})
         for node in nodes:
             wait_for(lambda n=node: inventory(placement, n) == {GOLD: (1, 0, 1)}, 30, node)
+
         def syncs(read):
             return agent.metric("rp_reporter_node_syncs_total", f'{{read="{read}"}}')
 

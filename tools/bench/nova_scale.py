@@ -426,10 +426,10 @@ def measure(stack, name, nodes, args, workdir):
                    service_cpu_s={h: round(common.process_cpu(pid), 1)
                                   for h, pid in setup.processes().items()})
         kept = {b["server"]: b["node"] for b in built if b["together"]}
-        # A takeover costs what the start cost per node: watched for a lease, an interval,
-        # the longest periodic seen (the start's) and a minute.
-        longest = max(s for runs in row["periodics"].values() for s, _ in runs)
         if not args.no_kill:
+            # A takeover costs what the start cost per node: watched for a lease, an
+            # interval, the longest periodic seen (the start's) and a minute.
+            longest = max(s for runs in row["periodics"].values() for s, _ in runs)
             row.update(after_kill(setup, nova, node_ids, kept,
                                   LEASE + args.periodic + longest + 60))
         row.update(periodics_failed={h: failed_periodics(log) for h, log in logs.items()},

@@ -10,6 +10,7 @@ from rp_reporter.sync import node as node_sync
 from rp_reporter.sync import provider
 from rp_reporter.sync import reconcile
 from rp_reporter.sync import shared_listing
+from tests.unit.sync.test_node import FakeNodeTraits
 
 NODES = [str(uuidlib.UUID(int=i + 1)) for i in range(60)]
 RING = rp_ring.Ring(["agent-0", "agent-1"])
@@ -138,7 +139,6 @@ def test_a_pass_hands_the_queue_what_its_listing_makes_of_each_node_out_of_step(
 def test_a_node_whose_derived_traits_are_in_question_is_not_handed_over():
     """With derived-trait rules, the pass's view of a node the queue has, or whose
     traits were to be written, is not what a sync's own read would give."""
-    from tests.unit.sync.test_node import FakeNodeTraits
     records = [dict(record(u, maintenance=True), properties={}, extra={}) for u in NODES]
     to_derive, queued = sorted(MINE)[:2]
     records[NODES.index(to_derive)]["properties"] = {"cap": "UEFI"}
