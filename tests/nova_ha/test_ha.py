@@ -15,14 +15,19 @@ import re
 import signal
 import threading
 import time
+import uuid
 
 import pytest
 
 from rp_reporter.nova_compute import rehome
 from tests.functional.proxy import Proxy
 from tests.nova_ha import conftest as ha
+from tools import clients
 from tools.localstack import etcd
+from tools.localstack import nova
+from tools.localstack import process
 from tools.wait import wait_for
+from tools.wait import wait_until
 
 SLACK = 5  # seconds of a 2-core machine running a whole cloud
 REHOME_PAUSE = 15  # s between a re-homing's two steps, in the mover scenario only
@@ -148,20 +153,21 @@ def integrity(cloud, made, servers):
 
 @pytest.fixture(scope="module")
 def stock(cloud, tmp_path_factory):
-    """nova's own driver, three services, no shard: the reference, run first."""
+    """nova's own driver, three services, no shard: the reference, run first.  Its
+    services are stopped however this ends: without a shard they would claim every
+    later node, the other suites' too."""
     made = ha.make_fleet(cloud.stack, cloud.nova, tmp_path_factory.mktemp("stock"),
                          "stock", "stock", "")
-    ha.start_fleet(cloud, made)
-    victim, servers, in_maintenance = place_servers(cloud, made, "stock")
-    facts = kill_and_watch(cloud, made, victim, servers, in_maintenance, rehomes=False)
-    print(f"\nstock, a service killed: {facts}")
-    unset_maintenance_and_offer(cloud, made, in_maintenance)
-    facts.update(integrity(cloud, made, facts["servers"]))
-    for server in list(facts["servers"]):
-        cloud.nova.delete(server)
-        cloud.nova.wait_gone(server)
-    for host in made.hosts:  # without a shard they would claim every later node
-        cloud.stack.service(f"nova-compute-{host}").stop()
+    with ha.running(cloud, made):
+        ha.start_fleet(cloud, made)
+        victim, servers, in_maintenance = place_servers(cloud, made, "stock")
+        facts = kill_and_watch(cloud, made, victim, servers, in_maintenance, rehomes=False)
+        print(f"\nstock, a service killed: {facts}")
+        unset_maintenance_and_offer(cloud, made, in_maintenance)
+        facts.update(integrity(cloud, made, facts["servers"]))
+        for server in list(facts["servers"]):
+            cloud.nova.delete(server)
+            cloud.nova.wait_gone(server)
     cloud.results["stock"] = row(facts, resumed=False, double_claimed=None,
                                  lease=None)
     return facts
@@ -172,6 +178,12 @@ def ours(cloud, stock, tmp_path_factory):
     """rp_reporter's driver, peers_from = coordination, three services on one shard."""
     workdir = tmp_path_factory.mktemp("ours")
     made = ha.make_fleet(cloud.stack, cloud.nova, workdir, "ours", "rp_reporter", "shard-ha")
+    with ha.running(cloud, made):  # the cloud goes on (tests/nova_cloud's, next)
+        yield ours_facts(cloud, made)
+
+
+def ours_facts(cloud, made):
+    """Every fault ours is put through, in order, and what each showed."""
     ha.start_fleet(cloud, made)
     victim, servers, in_maintenance = place_servers(cloud, made, "ours")
     facts = kill_and_watch(cloud, made, victim, servers, in_maintenance, rehomes=True)
@@ -201,9 +213,7 @@ def ours(cloud, stock, tmp_path_factory):
         moves_per_server_max=max(facts["pause"]["moves_per_server_max"],
                                  facts["replacement"]["moves_per_server_max"]),
         pause=dict(facts["pause"]), replacement=dict(facts["replacement"]))
-    yield facts
-    for host in made.logs:  # the cloud goes on (tests/nova_cloud's, next in the session)
-        cloud.stack.service(f"nova-compute-{host}").stop()
+    return facts
 
 
 def row(facts, resumed, double_claimed, lease):
@@ -603,3 +613,39 @@ def test_stock_nova_leaves_the_dead_services_servers_stuck(stock, ours):
     assert stock["fence_to_rehomed_s"] is None
     operable, of = stock["servers_operable_after_return"]
     assert operable == of, stock["servers_operable_after_return"]
+
+
+def test_a_service_holding_only_a_record_it_took_over_is_mapped_by_service_alone(cloud):
+    """The operator guide's ``discover_hosts --by-service``, on nova's own driver: the
+    record that got its first host mapped to the cell keeps its mark when a second
+    service takes the node over, so discovery by compute node leaves that service
+    unmapped and nova's API hides the node; discovery by service maps it.  One node on
+    a shard of its own (nova's ring is then the service alone)."""
+    stack, shard = cloud.stack, f"shard-mapping-{uuid.uuid4().hex[:6]}"
+    first, second = (f"{shard}-{i}" for i in (1, 2))  # hosts no run has mapped
+    ironic = clients.Ironic(stack.ironic_url, shard, auth=stack.admin_auth("baremetal"))
+    node, = ironic.create_many(1, resource_class="baremetal-ha-mapping")
+
+    def held_by(host):
+        wait_until(lambda: ha.record_hosts(cloud, [node]), lambda found: found == {node: host},
+                   180, f"{host} holding the node's compute node record")
+
+    def mapped(host):
+        return f" {host} " in nova.manage(stack, "cell_v2", "list_hosts")
+    try:
+        stack.start_compute(first, "stock", shard, **ha.nova_sections())
+        held_by(first)
+        nova.manage(stack, "cell_v2", "discover_hosts")
+        first_mapped = mapped(first)
+        stack.service(f"nova-compute-{first}").stop()
+        stack.start_compute(second, "stock", shard, **ha.nova_sections())
+        held_by(second)
+        nova.manage(stack, "cell_v2", "discover_hosts")
+        by_node = mapped(second), cloud.homes([node])[node]
+        nova.manage(stack, "cell_v2", "discover_hosts", "--by-service")
+        by_service = mapped(second), cloud.homes([node])[node]
+    finally:
+        process.stop_all([stack.service(f"nova-compute-{host}") for host in (first, second)])
+    assert first_mapped
+    assert by_node == (False, []), by_node
+    assert by_service == (True, [second]), by_service
