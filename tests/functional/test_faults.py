@@ -38,7 +38,11 @@ def test_ironic_down_then_back(agents, ironic, placement, stack, cli):
     consumer = placement.allocate(used, GOLD)
     stack.stop(["ironic"])
     wait_for(lambda: not agent.healthy(), 15, "health reports the outage")
-    time.sleep(3)  # several failed passes: still one log line for the outage
+    # ironicclient retries a refused connection for about 10 s before the call fails
+    # (CI: Ironic back within that, no call failed, no line): wait for the line, then
+    # several failed passes add none.
+    wait_for(lambda: "Ironic unavailable" in agent.output(), 60, "the outage logged")
+    time.sleep(3)
     stack.start_service("ironic")
     ironic.set_maintenance(node, True)
     wait_for(lambda: inventory(placement, node) == {GOLD: (1, 1, 1)}, 20,
