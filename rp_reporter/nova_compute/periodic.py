@@ -122,8 +122,9 @@ class PeriodicNodes:
         with self._lock:
             nodes = self._given if nodes is None else nodes
             self.passes.forget(nodes)
-        LOG.info("resource tracker periodic: %d nodes due again at the next one (nova's "
-                 "update of them failed)", len(nodes))
+        if nodes:  # a periodic given no node has none to be due again
+            LOG.info("resource tracker periodic: %d nodes due again at the next one (nova's "
+                     "update of them failed)", len(nodes))
 
     def listed(self, nodes):
         """A listing of the fleet (nova's node refresh) was made: these are its nodes."""
