@@ -117,6 +117,14 @@ class Cloud:
     def offered(self, fleet_):
         return self.placement.offered(fleet_.resource_class) & set(fleet_.nodes)
 
+    def records(self, nodes):
+        """{node: host} of the nodes' compute node records in nova's cell database (nova's
+        API lists only those of hosts mapped to the cell)."""
+        out = mariadb.client(self.stack, "SELECT hypervisor_hostname, host FROM compute_nodes "
+                                         "WHERE deleted = 0;", "nova")
+        found = dict(line.split("\t") for line in out.splitlines() if line)
+        return {node: found[node] for node in nodes if node in found}
+
     def deleted_records(self, nodes):
         """Compute node records of these nodes nova has deleted (soft-deleted rows)."""
         out = mariadb.client(self.stack, "SELECT hypervisor_hostname FROM compute_nodes "
@@ -177,29 +185,15 @@ def running(cloud, made):
     try:
         yield made
     finally:
-        process.stop_all([cloud.stack.service(f"nova-compute-{host}")
-                          for host in dict.fromkeys([*made.hosts, *made.logs])])
+        process.stop_all([cloud.stack.service(f"nova-compute-{host}") for host in made.logs])
 
 
 def start_fleet(cloud, made):
-    """Every service of the fleet started at once, then ``settle``."""
+    """Every service of the fleet started at once; returns once every service is up and
+    mapped, every node has one record and is offered, and the records' hosts held
+    through a tracker period."""
     for host in made.hosts:
         made.start(cloud.stack, host)
-    settle(cloud, made)
-
-
-def record_hosts(cloud, nodes):
-    """{node: host} of the nodes' compute node records in nova's cell database (nova's
-    API lists only those of hosts mapped to the cell)."""
-    out = mariadb.client(cloud.stack, "SELECT hypervisor_hostname, host FROM compute_nodes "
-                                      "WHERE deleted = 0;", "nova")
-    found = dict(line.split("\t") for line in out.splitlines() if line)
-    return {node: found[node] for node in nodes if node in found}
-
-
-def settle(cloud, made):
-    """Until every service is up and mapped, every node has one record and is offered,
-    and the records' hosts held through a tracker period."""
     for host in made.hosts:
         wait_for(lambda h=host: cloud.nova.compute_up(h), 120, f"{host} up")
     # Map every service to its cell now, by service.  Discovery by compute node maps a

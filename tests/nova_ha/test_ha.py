@@ -627,11 +627,11 @@ def test_a_service_holding_only_a_record_it_took_over_is_mapped_by_service_alone
     node, = ironic.create_many(1, resource_class="baremetal-ha-mapping")
 
     def held_by(host):
-        wait_until(lambda: ha.record_hosts(cloud, [node]), lambda found: found == {node: host},
+        wait_until(lambda: cloud.records([node]), lambda found: found == {node: host},
                    180, f"{host} holding the node's compute node record")
 
     def mapped(host):
-        return f" {host} " in nova.manage(stack, "cell_v2", "list_hosts")
+        return not nova.unmapped(stack, [host])
     try:
         stack.start_compute(first, "stock", shard, **ha.nova_sections())
         held_by(first)

@@ -89,6 +89,12 @@ def manage(stack, *args):
                           check=True, capture_output=True, text=True).stdout
 
 
+def unmapped(stack, hosts):
+    """The hosts of ``hosts`` not mapped to a cell (``nova-manage cell_v2 list_hosts``)."""
+    listed = manage(stack, "cell_v2", "list_hosts")
+    return [host for host in hosts if f" {host} " not in listed]
+
+
 def wait_mapped(stack, hosts, timeout=180):
     """Until each nova-compute of ``hosts`` has reported its compute nodes and is mapped
     to its cell (``nova-manage cell_v2 discover_hosts``, as deployment tools run it once
@@ -98,8 +104,7 @@ def wait_mapped(stack, hosts, timeout=180):
     for six hosts one by one cost the nova-cloud fixture about 100 s."""
     def mapped():
         manage(stack, "cell_v2", "discover_hosts")
-        listed = manage(stack, "cell_v2", "list_hosts")
-        return all(f" {host} " in listed for host in hosts)
+        return not unmapped(stack, hosts)
     process.wait_until(mapped, timeout, f"nova-compute {', '.join(hosts)} mapped to cell1",
                        interval=1)
 
