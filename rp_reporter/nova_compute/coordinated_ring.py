@@ -19,6 +19,7 @@ from oslo_config import cfg
 from rp_reporter import conf as rp_conf
 from rp_reporter import membership
 from rp_reporter import wiring
+from rp_reporter.nova_compute import group_record
 from rp_reporter.nova_compute import rehome
 
 LOG = logging.getLogger(__name__)
@@ -60,6 +61,8 @@ class CoordinatedRing:
         self.driver = driver
         self.conf = conf or reporter_conf()
         self.membership = None  # joined by join()
+        # Who was ever a member, and whom a mover forced down: nova's database.
+        self.record = group_record.GroupRecord(self.conf.coordination.group)
         self.ring_members = None  # the members the ring was last built over
         self._released_for = None  # the members free nodes were last released for
         self._managed = set()  # the nodes this service manages, as last logged
@@ -107,21 +110,32 @@ class CoordinatedRing:
     def _clear_forced_down_once_live(self):
         """A mover forces a fenced service down before it moves its servers (nova's
         fence).  The service clears it itself once it is a live member again: at its
-        start, and after every lapse of its lease (a pause, a partition).  Its servers
+        start, and after every lapse of its lease (a pause, a partition), and only when
+        a mover set it (an operator's or an evacuation tool's flag stays).  Its servers
         moved meanwhile are refused one by one (``guard``), so a live member need not
-        stay down.  Checked once per such moment; tried again until nova's database
-        answers."""
+        stay down.  At the same moments the service records itself as a member of the
+        group (``group_record``).  Done once per such moment, once nova has this
+        service's record (made after init_host); tried again until nova answers."""
         group = self.membership
         if group.fenced or self._lapses_seen == group.lapses:
             return
-        # None: a new service (nova creates its record after init_host).
-        service = rehome.service_record(nova_context.get_admin_context(), CONF.host)
-        if service is not None and service.forced_down:
+        ctxt = nova_context.get_admin_context()
+        service = rehome.service_record(ctxt, CONF.host)
+        if service is None:
+            return
+        self.record.join(ctxt, CONF.host)
+        mover = service.forced_down and self.record.forced_down_by_mover(ctxt, CONF.host)
+        if mover:
             service.forced_down = False
             service.save()
-            LOG.warning("compute service %s was forced down while it was not a live "
-                        "member (a survivor fenced it to move its servers); it is a live "
-                        "member again: forced_down cleared", CONF.host)
+            self.record.cleared(ctxt, CONF.host)
+            LOG.warning("compute service %s was forced down by %s while it was not a live "
+                        "member (to move its servers); it is a live member again: "
+                        "forced_down cleared", CONF.host, mover)
+        elif service.forced_down:
+            LOG.warning("compute service %s is forced down, not by a mover of group %s "
+                        "(an operator or another tool): left as it is", CONF.host,
+                        self.conf.coordination.group)
         self._lapses_seen = group.lapses
 
     # The ring on nova's node cache ----------------------------------------

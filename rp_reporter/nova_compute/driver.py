@@ -65,9 +65,14 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
         if self._coordinated():
             group = self._coordinated_ring().join()
             if CONF.rp_reporter.rehome and group.tracks_liveness:
+                # nova's manager: a moved server's start-up handling runs on it, and
+                # each request it takes for a server is checked first (``guard``).
+                manager = getattr(self.virtapi, "_compute", None)
                 self._rehoming = rehome.Rehoming(
                     self._ring, lambda: self.ironic_connection, self._problems,
-                    self._metrics).start()
+                    self._metrics, manager=manager and (lambda: manager)).start()
+                if manager is not None:
+                    guard.guard_manager(manager, self._ring.membership, self._metrics)
             if CONF.rp_reporter.metrics_bind:
                 self._metrics.serve(CONF.rp_reporter.metrics_bind,
                                     lambda: bool(self._ring.members()))
@@ -107,7 +112,9 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
             coordinated_ring.log_managed(self._managed, nodes, "nova's node refresh")
             self._managed = nodes
 
+    prepare_for_spawn = _guarded("prepare_for_spawn", 0)
     spawn = _guarded("spawn", 1)
+    failed_spawn_cleanup = _guarded("failed_spawn_cleanup", 0)
     destroy = _guarded("destroy", 1)
     reboot = _guarded("reboot", 1)
     power_off = _guarded("power_off", 0)

@@ -1,16 +1,26 @@
 """The self-fence: before an operation on a server, is it still homed here?
 
 A nova-compute paused past its lease and ``service_down_time`` (a VM pause, a
-stalled process, SIGSTOP) resumes with its in-flight threads and the RPCs queued
-for it, while a survivor may have moved its servers meanwhile.  Each driver
-operation on a server first reads where nova homes the server now and whether
-this service is forced down, and refuses (``InstanceNotFound``: nova's manager
-takes the server as gone from here and writes nothing to it) unless the server
-is still this service's.  One read of nova's database per operation; operations
-on servers are rare next to the periodic's node reads.
+stalled process, SIGSTOP) resumes with its in-flight threads and the requests queued
+for it, while a survivor may have moved its servers meanwhile.  Two checks, each one
+read of nova's database (operations on servers are rare next to the periodic's node
+reads):
+
+* ``guard_manager``: each request nova's manager takes for a server (a delete, a
+  reboot, a power change ...) first waits until this service is a live member of its
+  group again when its lease lapsed (it finds out before it acts), then reads where
+  nova homes the server now: one moved away is dropped here, before nova's manager
+  writes anything (no instance action, no task state, no port deallocated).  Its new
+  home did what the request asked (``recovery``);
+* the driver's operations (``check``), for an operation already under way when the
+  move happened: refused with ``Refused``, never ``InstanceNotFound`` (nova's manager
+  would take the server as gone and deallocate its ports).
 """
 
+import functools
+import inspect
 import logging
+import time
 
 from nova import context as nova_context
 from nova import exception
@@ -23,25 +33,96 @@ from rp_reporter.nova_compute import rehome
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
 
+# nova's ComputeManager handlers of requests for a server on this host (those a
+# release lacks are skipped).  A build is not one: the server is not homed anywhere yet.
+REQUESTS = (
+    "terminate_instance", "soft_delete_instance", "restore_instance", "reboot_instance",
+    "stop_instance", "start_instance", "rebuild_instance", "rescue_instance",
+    "unrescue_instance", "pause_instance", "unpause_instance", "suspend_instance",
+    "resume_instance", "trigger_crash_dump", "attach_interface", "detach_interface",
+    "set_admin_password", "snapshot_instance", "backup_instance", "shelve_instance",
+    "shelve_offload_instance", "inject_network_info")
 
-class Refused(exception.InstanceNotFound):
+
+class Refused(exception.NovaException):
     """The server is not this service's to act on (see the module's docstring)."""
 
     msg_fmt = "Instance %(instance_id)s is not this compute service's to act on: %(reason)s"
 
 
-def check(instance, operation, metrics):
-    """Raise ``Refused`` if this service must not run ``operation`` on ``instance``
-    (counted in ``metrics``, the driver's DriverMetrics)."""
+class DestroyRefused(Refused, exception.InstancePowerOffFailure):
+    """A refused destroy: nova's manager re-raises a power-off failure without
+    deallocating the server's network, which any other error would."""
+
+
+def where(instance):
+    """(where nova homes ``instance`` now, whether this service is forced down), or
+    None when it was deleted meanwhile (nova's own handling applies)."""
     ctxt = nova_context.get_admin_context()
     try:
         homed_on = objects.Instance.get_by_uuid(ctxt, instance.uuid, expected_attrs=[]).host
     except exception.InstanceNotFound:
-        return  # deleted meanwhile: nova's own handling applies
+        return None
     own = rehome.service_record(ctxt, CONF.host)  # none yet: a new service, nothing forced
-    reason = rehoming.refusal(homed_on, CONF.host, own is not None and own.forced_down)
+    return homed_on, own is not None and own.forced_down
+
+
+def refusal(instance):
+    """Why this service must not act on ``instance`` now, or None."""
+    found = where(instance)
+    return found and rehoming.refusal(found[0], CONF.host, found[1])
+
+
+def check(instance, operation, metrics):
+    """Raise ``Refused`` if this service must not run ``operation`` on ``instance``
+    (counted in ``metrics``, the driver's DriverMetrics)."""
+    reason = refusal(instance)
     if reason:
         LOG.error("refused to %s instance %s on node %s: %s", operation, instance.uuid,
                   instance.node, reason)
         metrics.refused.labels(operation).inc()
-        raise Refused(instance_id=instance.uuid, reason=reason)
+        raise (DestroyRefused if operation == "destroy" else Refused)(
+            instance_id=instance.uuid, reason=reason)
+
+
+def guard_manager(manager, membership, metrics):
+    """Put the request check in front of each of nova's handlers on ``manager``."""
+    for name in REQUESTS:
+        handler = getattr(manager, name, None)
+        if handler is not None:
+            setattr(manager, name, _guarded_request(name, handler, membership, metrics))
+
+
+def _guarded_request(name, handler, membership, metrics):
+    signature = inspect.signature(handler)
+
+    @functools.wraps(handler)
+    def request(*args, **kwargs):
+        instance = signature.bind(*args, **kwargs).arguments.get("instance")
+        reason = instance is not None and moved_away(instance, membership)
+        if reason:
+            LOG.error("refused to %s instance %s: %s; the request is dropped here (the "
+                      "server's new home did what it asked)", name, instance.uuid, reason)
+            metrics.refused.labels(name).inc()
+            return None
+        return handler(*args, **kwargs)
+    return request
+
+
+def moved_away(instance, membership):
+    """Why ``instance`` is no longer this service's, or None.  Read once this service is
+    a live member again (at most a lease), and once a forced-down flag on it is gone (a
+    mover's: it clears at the next renewal; an operator's may stay, and a service that
+    nova takes requests for acts on its servers as it does with nova's own driver)."""
+    deadline = time.monotonic() + membership.lease
+    while membership.fenced and time.monotonic() < deadline:
+        time.sleep(0.2)
+    deadline = time.monotonic() + membership.lease
+    while True:
+        found = where(instance)
+        if found is None:
+            return None
+        reason = rehoming.refusal(found[0], CONF.host, False)
+        if reason or not found[1] or time.monotonic() >= deadline:
+            return reason
+        time.sleep(0.5)

@@ -8,29 +8,36 @@ fenced and what moves is ``rp_reporter.rehoming``'s decision; here are its steps
 in nova, each node on its own (one node's error is logged and counted, the others
 go on):
 
-1. the fenced service is forced down (nova's fence; ``ironic_compute_node_move``
-   requires it) before the first of its servers moves;
-2. under the node's lock in the coordination backend, the server is read again:
-   still on the fenced service, which is still no live member, and Ironic's node
-   still names the server;
-3. the server, claimed in nova's database: its task state set to this mover's claim
-   by a compare-and-swap on the task state read, then read again (still on the fenced
-   service, or the claim is given back and nothing moves); then its host set to this
-   one and its task state cleared, by a compare-and-swap on the claim (the dead
-   service's task state is dropped as nova's ``_init_instance`` drops it for a service
-   that restarts: a queued RPC for it then fails its expected-task-state check on the
-   old service), and an instance action ``rp-reporter-rehome`` recorded (``openstack
-   server event list`` shows the move);
-4. the node's compute node record, to this service.
+1. only a service that was ever a member of this group (``group_record``: nova's
+   database, not the live membership) is fenced, and only its servers on Ironic nodes
+   of this service's ``[ironic]`` shard and conductor group, with no other server
+   named on them in Ironic, are moved: all read before anything is forced down;
+2. the fenced service is forced down (nova's fence; ``ironic_compute_node_move``
+   requires it), the mover recorded as the one that did it, before the first of its
+   servers moves;
+3. under the node's lock in the coordination backend, the server is read again:
+   still on the fenced service, which is still no live member;
+4. the server, claimed in nova's database: its task state set to nova's ``migrating``
+   by a compare-and-swap on the task state read, the mover and the task state it
+   found kept in the server's system metadata, then read again (still on the fenced
+   service and still this mover's claim, or the claim is given back and nothing
+   moves); then its host set to this one and the task state found put back, by a
+   compare-and-swap on the claim, and an instance action ``rp-reporter-rehome``
+   recorded (``openstack server event list`` shows the move);
+5. the node's compute node record, to this service;
+6. nova's start-up handling of the server, on this service (``recovery``): a delete
+   the fenced service never carried out is carried out here, a build it died in ends
+   in ERROR, a power change or a reboot is retried.
 
 The lock keeps movers apart while the coordination backend keeps its data; the claim
 keeps them apart when it does not (a lock lost with the backend's data, two survivors
 with different views of the members): of two movers that both read the server on the
-fenced service, the second to claim either finds it moved (and moves nothing) or takes
-the claim over, and then the first one's last write fails its check.  Steps 3 and 4 are
-each idempotent and the instance step comes first: a mover that dies between them, or
-after its claim, leaves the server on itself or claimed, fenced in turn, and the next
-owner finishes the move from there.
+fenced service, the second to claim either finds it moved (and moves nothing) or finds
+the claim another's, and the first one's last write fails its check.  Steps 4 and 5
+are each idempotent and the instance step comes first: a mover that dies between them,
+or after its claim, leaves the server on itself or claimed, fenced in turn, and the next
+owner finishes the move from there (a claim whose mover is no live member is finished
+by the node's owner).
 """
 
 import collections
@@ -43,18 +50,27 @@ from nova import context as nova_context
 from nova import exception
 from nova import objects
 from nova import servicegroup
+from nova.compute import task_states
 from openstack import exceptions as sdk_exc
 from oslo_config import cfg
 from oslo_utils import uuidutils
 
 from rp_reporter import rehoming
+from rp_reporter.nova_compute import recovery
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
 ACTION = "rp-reporter-rehome"
-# A mover's claim on a server, as its task state for the few milliseconds of a move (nova
-# shows a task state it does not know with the server's status as it is).
-CLAIM = "rp-reporter-rehoming-{host}"
+# A mover's claim on a server, for the few milliseconds of a move: nova's own task state
+# for a server moving between hosts (nova's notifications accept only its own), the
+# mover and the task state it found in the server's system metadata.
+CLAIM_STATE = task_states.MIGRATING
+CLAIM_KEY = "rp_reporter_rehoming"
+# An earlier release's claim, a task state of its own: finished like a dead mover's.
+OLD_CLAIM = "rp-reporter-rehoming-"
+# A fenced service whose every server was refused (out of scope, an Ironic error) is
+# looked at again after this long, or as soon as its record or the ring changes.
+RECHECK_REFUSED_S = 300
 # A test's hook, not an option: seconds between a move's instance step and its compute
 # node step, so a test can kill the mover half-way.
 STEP_PAUSE = float(os.environ.get("RP_REPORTER_TEST_REHOME_STEP_PAUSE", "0"))
@@ -68,23 +84,37 @@ def service_record(ctxt, host):
         return None
 
 
+def claim_of(instance):
+    """(mover, task state it found) of a claim on ``instance``, or None."""
+    if instance.task_state and instance.task_state.startswith(OLD_CLAIM):
+        return instance.task_state[len(OLD_CLAIM):], None
+    found = (instance.system_metadata or {}).get(CLAIM_KEY)
+    if instance.task_state != CLAIM_STATE or not found:
+        return None
+    mover, _, state = found.partition(" ")
+    return mover, (state or None)
+
+
 class Rehoming:
     """The job: ``run_once`` moves what is due; ``start`` runs it on its own thread.
 
-    ``ring``: the service's CoordinatedRing (its members, its membership's locks);
-    ``ironic``: a callable giving nova's openstacksdk baremetal proxy; ``problems``: the
-    driver's ProblemLog (a node left unmoved is logged once, not every round);
-    ``metrics``: the driver's DriverMetrics."""
+    ``ring``: the service's CoordinatedRing (its members, its membership's locks, its
+    group's record); ``ironic``: a callable giving nova's openstacksdk baremetal proxy;
+    ``manager``: a callable giving this service's ComputeManager (``recovery``);
+    ``problems``: the driver's ProblemLog (a node left unmoved is logged once, not every
+    round); ``metrics``: the driver's DriverMetrics."""
 
-    def __init__(self, ring, ironic, problems, metrics):
+    def __init__(self, ring, ironic, problems, metrics, manager=None):
         self.ring = ring
         self.ironic = ironic
+        self.manager = manager
         self.problems = problems
         self.metrics = metrics
         self.watch = rehoming.ReportWatch(CONF.service_down_time)
         self.counts = collections.Counter()  # by outcome, as the metric counts them
         self._servicegroup = None
-        self._settled = {}  # host: (its report, the ring) when it had nothing of ours
+        # host: (its report, the ring, until when) once nothing of it is to move here
+        self._settled = {}
 
     def _count(self, outcome):
         self.counts[outcome] += 1
@@ -110,14 +140,20 @@ class Rehoming:
         if not members or not self._have_service_record(ctxt):
             return
         hashring = self.ring.ring_of(members)
+        now = time.monotonic()
         for host, report in self._fenced(ctxt, members).items():
             # A dead service's record and the ring stand still: what had nothing of
             # ours once has nothing until one of them changes (its instances are not
-            # loaded again every round by every survivor).
-            settled = (report, tuple(sorted(members)))
-            if self._settled.get(host) != settled and not self._rehome_from(
-                    ctxt, host, hashring):
-                self._settled[host] = settled
+            # loaded again every round by every survivor); what was refused, until
+            # then or for RECHECK_REFUSED_S.
+            key = (report, tuple(sorted(members)))
+            settled = self._settled.get(host)
+            if settled and settled[0] == key and now < settled[1]:
+                continue
+            left = self._rehome_from(ctxt, host, hashring)
+            if left != "moving":
+                self._settled[host] = (key, float("inf") if left == "nothing"
+                                       else now + RECHECK_REFUSED_S)
 
     @staticmethod
     def _have_service_record(ctxt):
@@ -128,11 +164,13 @@ class Rehoming:
 
     def _fenced(self, ctxt, members):
         """{host: its last report} of the fenced compute services."""
-        # Every compute service, not only those with Ironic compute node records: a
+        # Every compute service that was ever a member of this group (its record, not
+        # the live membership), not only those with Ironic compute node records: a
         # mover that dies between its two steps leaves an instance on a service whose
         # free nodes the survivors may have taken since; its disabled ones too.
-        services = objects.ServiceList.get_by_binary(ctxt, "nova-compute",
-                                                     include_disabled=True)
+        recorded = self.ring.record.members(ctxt)
+        services = [s for s in objects.ServiceList.get_by_binary(
+            ctxt, "nova-compute", include_disabled=True) if s.host.lower() in recorded]
         now = time.monotonic()
         reports = {s.host: (s.report_count, s.updated_at) for s in services}
         up = {s.host: not self.watch.down(s.host, reports[s.host], s.forced_down,
@@ -142,8 +180,9 @@ class Rehoming:
                 for host in rehoming.fenced_services(up, members, CONF.host)}
 
     def _rehome_from(self, ctxt, host, hashring):
-        """Move the fenced ``host``'s servers whose nodes ``hashring`` gives here; returns
-        whether there were any."""
+        """Move the fenced ``host``'s servers whose nodes ``hashring`` gives here;
+        returns what was left: "nothing" (no server of it is to move here), "refused"
+        (every one was refused or failed its look-up) or "moving"."""
         me = CONF.host.lower()
         # Ironic names its nodes by uuid; another driver's hypervisor is none of ours.
         instances = [(i.node, i) for i in objects.InstanceList.get_by_host(ctxt, host)
@@ -155,20 +194,40 @@ class Rehoming:
         due = rehoming.nodes_to_move(instances,
                                      lambda node: me in hashring.get_nodes(node.encode()))
         if not due:
-            return False
+            return "nothing"
+        in_scope = [(node, instance) for node, (instance,) in due
+                    if self._in_scope(node, instance, host)]
+        if not in_scope:
+            return "refused"
         self._force_down(ctxt, host)
-        for node, (instance,) in due:
+        for node, instance in in_scope:
             try:
                 self._move(ctxt, node, instance, host)
             except Exception:  # noqa: BLE001 - one node's error; the others go on
                 self._count("failed")
                 LOG.exception("node %s: re-homing instance %s from %s failed; the next "
                               "round tries again", node, instance.uuid, host)
-        return True
+        return "moving"
+
+    def _in_scope(self, node, instance, host):
+        """Whether this service may take ``node`` (read before anything is forced down);
+        a refusal or a failed look-up is logged and counted."""
+        try:
+            reason = self._not_in_scope(node, instance)
+        except Exception:  # noqa: BLE001 - one node's error; the others go on
+            self._count("failed")
+            LOG.exception("node %s: re-homing instance %s from %s failed; the next round "
+                          "tries again", node, instance.uuid, host)
+            return False
+        if reason:
+            self._count("refused")
+            self.problems.replace(node, [f"not re-homed: {reason}"])
+        return not reason
 
     def _force_down(self, ctxt, host):
         service = service_record(ctxt, host)
         if service is not None and not service.forced_down:  # none: no record to fence
+            self.ring.record.forced_down(ctxt, host, CONF.host)
             service.forced_down = True
             service.save()
             self._count("fenced")
@@ -181,18 +240,15 @@ class Rehoming:
         with self.ring.membership.lock(f"rehome-{node}") as held:
             if not held:
                 return  # another member moves it (or this one is fenced): not ours now
-            instance = objects.Instance.get_by_uuid(ctxt, instance.uuid, expected_attrs=[])
+            instance = objects.Instance.get_by_uuid(ctxt, instance.uuid,
+                                                    expected_attrs=["system_metadata"])
             if instance.host != fenced_host or fenced_host.lower() in self.ring.members():
                 return  # moved already, or its service came back: nothing to do
-            reason = self._not_in_scope(node, instance)
-            if reason:
-                self._count("refused")
-                self.problems.replace(node, [f"not re-homed: {reason}"])
-                return
             LOG.warning("node %s: re-homing instance %s from fenced compute service %s to "
                         "%s", node, instance.uuid, fenced_host, CONF.host)
             try:
-                moved = self._move_instance(ctxt, instance, fenced_host)
+                moved = self._move_instance(ctxt, instance, fenced_host,
+                                            self.ring.members())
             except exception.UnexpectedTaskStateError as e:
                 moved = False
                 LOG.warning("node %s: instance %s changed under the move (%s): another "
@@ -206,6 +262,10 @@ class Rehoming:
             self._count("moved")
             LOG.warning("node %s: re-homed to %s (instance %s, compute node record)", node,
                         CONF.host, instance.uuid)
+        # Out of the lock: a delete or a reboot takes Ironic seconds, and the server is
+        # this service's now.
+        if self.manager is not None:
+            recovery.recover(self.manager(), ctxt, instance, fenced_host)
 
     def _not_in_scope(self, node, instance):
         """Why this service must not take ``node``, or None: not an Ironic node of its
@@ -226,28 +286,39 @@ class Rehoming:
         return None
 
     @staticmethod
-    def _move_instance(ctxt, instance, fenced_host):
-        """Step 3: whether the server moved here (False: another mover moved it first).
-        nova's UnexpectedTaskStateError: another mover, or nova, changed it meanwhile."""
-        claim = CLAIM.format(host=CONF.host)
-        found = instance.task_state
-        instance.task_state = claim
-        instance.save(expected_task_state=[found])
-        instance = objects.Instance.get_by_uuid(ctxt, instance.uuid, expected_attrs=[])
-        if instance.host != fenced_host:  # moved before the claim: give it back
-            instance.task_state = found
-            instance.save(expected_task_state=[claim])
-            return False
-        instance.task_state = None
-        instance.host = CONF.host
-        instance.save(expected_task_state=[claim])
-        if found is not None and not found.startswith(CLAIM.format(host="")):
-            LOG.warning("instance %s: task state %s cleared (its service died in it)",
-                        instance.uuid, found)
+    def _move_instance(ctxt, instance, fenced_host, members=()):
+        """Step 4: whether the server moved here (False: another mover moved it first or
+        holds it).  nova's UnexpectedTaskStateError: another mover, or nova, changed it
+        meanwhile.  ``members``: the live members (a claim of one of them is its)."""
+        me = CONF.host
+        claim = claim_of(instance)
+        if claim is not None:  # a mover's claim: its own, or one left by a mover that died
+            mover, found = claim
+            if mover.lower() != me.lower() and mover.lower() in members:
+                return False  # a live mover is moving it
+            LOG.warning("instance %s: finishing the move claimed by %s", instance.uuid, mover)
+        else:
+            found = instance.task_state
+            instance.task_state = CLAIM_STATE
+            instance.system_metadata[CLAIM_KEY] = f"{me} {found or ''}".strip()
+            instance.save(expected_task_state=[found])
+            instance = objects.Instance.get_by_uuid(ctxt, instance.uuid,
+                                                    expected_attrs=["system_metadata"])
+            if instance.host != fenced_host or claim_of(instance) != (me, found):
+                if instance.host != fenced_host:  # moved before the claim: give it back
+                    instance.task_state = found
+                    instance.system_metadata.pop(CLAIM_KEY, None)
+                    instance.save(expected_task_state=[CLAIM_STATE])
+                return False
+        claimed_as = instance.task_state
+        instance.task_state = found
+        instance.system_metadata.pop(CLAIM_KEY, None)
+        instance.host = me
+        instance.save(expected_task_state=[claimed_as])
         # Recorded once the move is made: one action per move, none for a lost one.
         objects.InstanceAction.action_start(ctxt, instance.uuid, ACTION, want_result=False)
         objects.InstanceActionEvent.event_start(ctxt, instance.uuid, ACTION,
-                                                want_result=False, host=CONF.host)
+                                                want_result=False, host=me)
         objects.InstanceActionEvent.event_finish(ctxt, instance.uuid, ACTION,
                                                  want_result=False)
         return True

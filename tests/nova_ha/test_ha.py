@@ -155,7 +155,10 @@ def integrity(cloud, made, servers):
 def stock(cloud, tmp_path_factory):
     """nova's own driver, three services, no shard: the reference, run first.  Its
     services are stopped however this ends: without a shard they would claim every
-    later node, the other suites' too."""
+    later node, the other suites' too.  One server is left on a stock service, down from
+    then on: a service of no rp_reporter group, in the same cell, with a server on an
+    Ironic node, which ours must never fence; deleted (nova's local delete, its node
+    torn down in Ironic) once ours is done."""
     made = ha.make_fleet(cloud.stack, cloud.nova, tmp_path_factory.mktemp("stock"),
                          "stock", "stock", "")
     with ha.running(cloud, made):
@@ -165,12 +168,17 @@ def stock(cloud, tmp_path_factory):
         print(f"\nstock, a service killed: {facts}")
         unset_maintenance_and_offer(cloud, made, in_maintenance)
         facts.update(integrity(cloud, made, facts["servers"]))
-        for server in list(facts["servers"]):
+        left = next(s for s in facts["servers"] if host_of(cloud, s) != victim)
+        for server in [s for s in facts["servers"] if s != left]:
             cloud.nova.delete(server)
             cloud.nova.wait_gone(server)
     cloud.results["stock"] = row(facts, resumed=False, double_claimed=None,
                                  lease=None)
-    return facts
+    cloud.results["stock_hosts"] = list(made.hosts)
+    yield facts
+    cloud.nova.delete(left)  # its service is down: nova-api deletes it locally
+    cloud.nova.wait_gone(left)
+    made.ironic.provision(facts["servers"][left], "deleted", "available")
 
 
 @pytest.fixture(scope="module")
@@ -185,6 +193,8 @@ def ours(cloud, stock, tmp_path_factory):
 def ours_facts(cloud, made):
     """Every fault ours is put through, in order, and what each showed."""
     ha.start_fleet(cloud, made)
+    facts_anti = anti_affinity(cloud, made)
+    print(f"\nours, an anti-affinity group after quiet periodics: {facts_anti}")
     victim, servers, in_maintenance = place_servers(cloud, made, "ours")
     facts = kill_and_watch(cloud, made, victim, servers, in_maintenance, rehomes=True)
     print(f"\nours, a service killed: {facts}")
@@ -199,6 +209,9 @@ def ours_facts(cloud, made):
         ha.managed_spans(made, time.time()))
     facts["pause"] = pause_and_resume(cloud, made, facts["servers"])
     print(f"\nours, a service paused and resumed: {facts['pause']}")
+    facts["deploy"] = killed_during_deploy(cloud, made)
+    print(f"\nours, a service killed during a deploy: {facts['deploy']}")
+    facts["anti_affinity"] = facts_anti
     facts["replacement"] = replacement_host(cloud, made, facts["servers"])
     print(f"\nours, every service killed, a new host: {facts['replacement']}")
     facts.update(integrity(cloud, made, facts["servers"]))
@@ -212,8 +225,24 @@ def ours_facts(cloud, made):
         stuck_task_states_after=facts["replacement"].get("stuck_task_states"),
         moves_per_server_max=max(facts["pause"]["moves_per_server_max"],
                                  facts["replacement"]["moves_per_server_max"]),
-        pause=dict(facts["pause"]), replacement=dict(facts["replacement"]))
+        pause=dict(facts["pause"]), replacement=dict(facts["replacement"]),
+        deletes_lost=facts["pause"]["deletes_lost"],
+        reboots_lost=facts["pause"]["reboots_lost"],
+        ports_deallocated_on_moved=facts["pause"]["ports_deallocated_on_moved"],
+        builds_stuck=facts["deploy"]["builds_stuck"], deploy=dict(facts["deploy"]),
+        antiaffinity_builds_failed=facts_anti["failed"], anti_affinity=dict(facts_anti),
+        foreign_services_forced_down=foreign_forced_down(cloud),
+        notification_errors=notification_errors(cloud))
+    facts["foreign_services_forced_down"] = cloud.results["foreign_services_forced_down"]
+    facts["notification_errors"] = cloud.results["notification_errors"]
     return facts
+
+
+def foreign_forced_down(cloud):
+    """Compute services of no rp_reporter group (the stock fleet's, down since its story
+    ended, one with a server left on it) that are forced down."""
+    return sum(bool((cloud.nova.compute_service(host) or {}).get("forced_down"))
+               for host in cloud.results.get("stock_hosts", []))
 
 
 def row(facts, resumed, double_claimed, lease):
@@ -358,17 +387,28 @@ class Flushing:
 
 def pause_and_resume(cloud, made, servers):
     """The service holding the most servers paused (SIGSTOP) past its lease and nova's
-    service_down_time, a reboot of one of its servers asked while nova still saw it up
-    (queued for it, as in production); its servers re-homed meanwhile, while the
-    coordination backend loses its data every 2 s (disagreeing views: two survivors each
-    may think a node its own, and a node's lock may vanish under its holder); then it
-    resumes (SIGCONT).  It must act on none of them: no Ironic write on their nodes, no
-    instance action event of its own after the move; each server moved once, to one
-    host (never two hosts seen).  Then each is rebooted and deleted through nova's API."""
+    service_down_time, a reboot of one of its servers and a delete of another asked
+    while nova still saw it up (queued for it, as in production); its servers re-homed
+    meanwhile, while the coordination backend loses its data every 2 s (disagreeing
+    views: two survivors each may think a node its own, and a node's lock may vanish
+    under its holder); then it resumes (SIGCONT).  It must act on none of them: no
+    Ironic write on their nodes, no instance action event of its own after the move, no
+    port deallocated; each server moved once, to one host (never two hosts seen).  The
+    new homes carry out what was asked of it (nova's _init_instance): the reboot, and
+    the delete with its node cleaned.  Then each server left is rebooted and deleted
+    through nova's API."""
     placed = {s: cloud.nova.server(s)["OS-EXT-SRV-ATTR:host"] for s in servers}
     victim = max(made.hosts, key=lambda h: sum(host == h for host in placed.values()))
     theirs = [s for s, host in placed.items() if host == victim]
     assert theirs, f"no server on any service: {placed}"
+    if len(theirs) < 2:  # one to reboot, one to delete
+        node = next(n for n in sorted(cloud.offered(made)) if cloud.home(n) == victim)
+        server = cloud.nova.boot("ha-paused-2", made.flavor, host=victim, node=node)
+        assert cloud.nova.wait_built(server)["status"] == "ACTIVE"
+        servers[server] = node
+        theirs.append(server)
+    rebooted, deleted = theirs[:2]
+    deleted_node = servers[deleted]
     mark = pathlib.Path(cloud.stack.workdir, "ironic.log").stat().st_size
     paused_at = utc_now()
     service = cloud.stack.service(f"nova-compute-{victim}")
@@ -376,47 +416,138 @@ def pause_and_resume(cloud, made, servers):
 
     def moved():
         for server in theirs:
-            seen[server].add(cloud.nova.server(server)["OS-EXT-SRV-ATTR:host"])
+            seen[server].add(host_of(cloud, server))
         return all(seen[s] - {victim} for s in theirs)
     service.signal(signal.SIGSTOP)
     flushing = Flushing(cloud.stack, after=ha.LEASE - 2, every=2)
     try:
         time.sleep(3)
-        cloud.nova.reboot(theirs[0])  # nova still sees it up: the cast waits for it
+        # nova still sees it up: the casts wait for it
+        cloud.nova.reboot(rebooted)
+        cloud.nova.delete(deleted)
         wait_for(moved, FENCED_AFTER_KILL + 3 * ha.PERIODIC + 60,
-                 "the paused service's servers re-homed")
+                 "the paused service's servers re-homed (or the deleted one gone)")
         time.sleep(ha.REPORT)  # one more round of the survivors' job, still flushing
         moved_at = utc_now()
     finally:
         flushes = flushing.stop()
         service.signal(signal.SIGCONT)
     resumed_at = time.time()
+    resumed_log = len(made.since(victim))
     wait_for(lambda: ha.ring_logged(made, victim, resumed_at), ha.LEASE + 3 * ha.PERIODIC,
              "the resumed service a ring member again")
-    time.sleep(2 * ha.PERIODIC)  # its periodics run, its queued reboot is taken
+    time.sleep(2 * ha.PERIODIC)  # its periodics run, its queued requests are taken
     # Its own events since the move: a queued RPC records its attempt before anything
-    # else (nova's wrap_instance_event); one that did nothing ends in Error (the cleared
-    # task state failed its expected-task-state check), one that acted, otherwise.
-    own = [result for s in theirs for _, _, host, at, result in cloud.nova.events(s)
+    # else (nova's wrap_instance_event); one that did nothing ends in Error, one that
+    # acted, otherwise.
+    own = [result for s in theirs if cloud.nova.server(s)
+           for _, _, host, at, result in cloud.nova.events(s)
            if host == victim and after(at, moved_at)]
+    after_resume = made.since(victim)[resumed_log:]
     facts = {"host": victim, "servers": len(theirs),
              "ironic_writes_on_moved": ironic_writes(
-                 cloud, mark, [placed_node(cloud, made, s) for s in theirs]),
+                 cloud, mark, [servers[s] for s in theirs]),
              "actions_on_moved": sum(result != "Error" for result in own),
              "attempts_refused": sum(result == "Error" for result in own),
              "refused_logged": made.since(victim).count("refused to "),
-             "moves_per_server_max": max(rehomes_of(cloud, s, paused_at) for s in theirs),
+             "ports_deallocated_on_moved": sum(
+                 "Deallocating network for instance" in line and any(s in line for s in theirs)
+                 for line in after_resume.splitlines()),
+             "moves_per_server_max": max(rehomes_of(cloud, s, paused_at) for s in theirs
+                                         if cloud.nova.server(s)) if len(theirs) > 1 else 0,
              "backend_flushes": flushes}
+    try:  # the delete asked of the paused service, carried out by the new home
+        wait_for(lambda: cloud.nova.server(deleted) is None
+                 and made.ironic.get(deleted_node)["instance_uuid"] is None, 60,
+                 "the delete asked of the paused service carried out, its node cleaned")
+        facts["deletes_lost"] = 0
+    except AssertionError:
+        facts["deletes_lost"] = 1
+    facts["reboots_lost"] = int(not any(
+        event == "compute_reboot_instance" and host not in (None, victim)
+        and result == "Success" and after(at, paused_at)
+        for _, event, host, at, result in cloud.nova.events(rebooted)))
     moved()  # and where they are now, after its periodics
-    facts["hosts_seen_max"] = max(len(seen[s] - {victim}) for s in theirs)
-    operable = [cloud.nova.operable(s, timeout=60) for s in theirs]
-    facts["servers_operable"] = [sum(operable), len(theirs)]
+    facts["hosts_seen_max"] = max(len(seen[s] - {victim, None}) for s in theirs)
+    left = [s for s in theirs if cloud.nova.server(s)]
+    operable = [cloud.nova.operable(s, timeout=60) for s in left]
+    facts["servers_operable"] = [sum(operable), len(left)]
     for server in theirs:
         cloud.nova.delete(server)
         cloud.nova.wait_gone(server)
         del servers[server]
     facts["deleted"] = len(theirs)
     return facts
+
+
+def killed_during_deploy(cloud, made):
+    """A service killed while it deploys a server (nova's task state ``spawning``): once
+    it is fenced the server is re-homed and ends in ERROR with a fault saying why, as
+    nova's _init_instance ends a build its service died in (never BUILD for ever: nova's
+    instance_build_timeout is 0 by default); deleted through its new home, its node is
+    cleaned.  Then the service comes back."""
+    offered = sorted(cloud.offered(made))
+    node = next(n for n in offered if cloud.home(n) in made.hosts)
+    victim = cloud.home(node)
+    server = cloud.nova.boot("ha-deploying", made.flavor, host=victim, node=node)
+    seen = wait_until(lambda: cloud.nova.server(server), lambda found: (
+        found["OS-EXT-STS:task_state"] == "spawning" or found["status"] != "BUILD"), 120,
+        "the server spawning", interval=0.1)
+    facts = {"host": victim, "staged": seen["status"] == "BUILD"}
+    made.kill(cloud.stack, victim)
+    try:
+        found = wait_until(lambda: cloud.nova.server(server),
+                           lambda found: found["status"] != "BUILD",
+                           FENCED_AFTER_KILL + 3 * ha.PERIODIC + 60, "the server out of BUILD")
+    except AssertionError:
+        found = cloud.nova.server(server)
+    facts.update(status=found["status"], moved_to=found["OS-EXT-SRV-ATTR:host"],
+                 fault=(found.get("fault") or {}).get("message", ""),
+                 builds_stuck=int(found["status"] == "BUILD"))
+    made.start(cloud.stack, victim)
+    wait_for(lambda: cloud.nova.compute_up(victim), 120, f"{victim} up again")
+    cloud.nova.delete(server)
+    cloud.nova.wait_gone(server)
+    try:
+        wait_for(lambda: made.ironic.get(node)["instance_uuid"] is None, 60,
+                 "the errored server's node cleaned")
+        facts["node_cleaned"] = True
+    except AssertionError:
+        facts["node_cleaned"] = False
+    return facts
+
+
+def anti_affinity(cloud, made):
+    """``[rp_reporter] full_pass_every`` 10: after two quiet periodics, two servers booted
+    into a hard anti-affinity group.  nova's group policy check on the compute asks the
+    driver for its nodes (``_get_nodename``: ``get_available_nodes()[0]``): both must be
+    ACTIVE, on different hosts, each built once (no reschedule)."""
+    time.sleep(2 * ha.PERIODIC + SLACK)
+    group = cloud.nova.server_group("ha-anti-affinity", "anti-affinity")
+    servers = [cloud.nova.boot(f"ha-anti-{i}", made.flavor, group=group) for i in (1, 2)]
+    built = [cloud.nova.wait_built(s) for s in servers]
+    facts = {"statuses": [b["status"] for b in built],
+             "hosts": [b.get("OS-EXT-SRV-ATTR:host") for b in built],
+             "attempts": [cloud.nova.attempts(s) for s in servers],
+             "faults": [(b.get("fault") or {}).get("message", "")[:200] for b in built]}
+    facts["failed"] = (sum(status != "ACTIVE" for status in facts["statuses"])
+                       + sum(a != 1 for a in facts["attempts"]))
+    for server in servers:
+        cloud.nova.delete(server)
+    for server in servers:
+        cloud.nova.wait_gone(server)
+    cloud.nova.delete_server_group(group)
+    wait_for(lambda: cloud.offered(made) == set(made.nodes), 3 * ha.PERIODIC + 60,
+             "every node offered again")
+    return facts
+
+
+def notification_errors(cloud):
+    """nova's "Failed to send state update notification" lines in every nova service's
+    log (a task state outside nova's enum fails the versioned payload)."""
+    return sum(path.read_text(errors="replace").count(
+        "Failed to send state update notification")
+        for path in pathlib.Path(cloud.stack.workdir).glob("nova*.log"))
 
 
 def host_of(cloud, server):
@@ -613,6 +744,46 @@ def test_stock_nova_leaves_the_dead_services_servers_stuck(stock, ours):
     assert stock["fence_to_rehomed_s"] is None
     operable, of = stock["servers_operable_after_return"]
     assert operable == of, stock["servers_operable_after_return"]
+
+
+def test_a_delete_asked_of_a_paused_service_is_carried_out_by_its_new_home(ours):
+    """nova's _init_instance restarts a delete its service did not finish; a move does
+    the same: the server deleted, its node cleaned, and the resumed service deallocates
+    no port of any server it no longer holds."""
+    paused = ours["pause"]
+    assert paused["deletes_lost"] == 0, paused
+    assert paused["ports_deallocated_on_moved"] == 0, paused
+
+
+def test_a_reboot_asked_of_a_paused_service_is_carried_out_by_its_new_home(ours):
+    paused = ours["pause"]
+    assert paused["reboots_lost"] == 0, paused
+
+
+def test_a_service_killed_during_a_deploy_leaves_the_server_in_error_with_a_fault(ours):
+    deploy = ours["deploy"]
+    assert deploy["staged"], deploy  # killed while the server was still building
+    assert deploy["builds_stuck"] == 0 and deploy["status"] == "ERROR", deploy
+    assert "fenced during the build" in deploy["fault"], deploy
+    assert deploy["moved_to"] != deploy["host"] and deploy["node_cleaned"], deploy
+
+
+def test_a_service_of_no_group_down_in_the_same_cell_is_never_forced_down(stock, ours):
+    """The stock services, down for the whole of ours' stories, one with a server on an
+    Ironic node: ours fenced none of them."""
+    assert ours["foreign_services_forced_down"] == 0, ours["foreign_services_forced_down"]
+
+
+def test_an_anti_affinity_group_boots_after_quiet_periodics(ours):
+    """full_pass_every 10: nova's group policy check reads the driver's nodes."""
+    anti = ours["anti_affinity"]
+    assert anti["failed"] == 0 and anti["statuses"] == ["ACTIVE", "ACTIVE"], anti
+    assert len(set(anti["hosts"])) == 2, anti
+
+
+def test_moves_send_nova_s_versioned_notifications_without_an_error(ours):
+    """Every move above ran with versioned notifications on every state change."""
+    assert ours["notification_errors"] == 0, ours["notification_errors"]
 
 
 def test_a_service_holding_only_a_record_it_took_over_is_mapped_by_service_alone(cloud):

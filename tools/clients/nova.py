@@ -56,14 +56,24 @@ class Nova:
         return self._call("GET", "/os-aggregates")["aggregates"]
 
     # -- servers ---------------------------------------------------------------
-    def boot(self, name, flavor, host=None, node=None, image=None):
+    def boot(self, name, flavor, host=None, node=None, image=None, group=None):
         """A server with no network; its id.  ``host`` (and ``node``): an admin's
-        forced destination (nova's "nova:host[:node]" zone), still claimed in Placement."""
+        forced destination (nova's "nova:host[:node]" zone), still claimed in Placement;
+        ``group``: a server group it is booted into (its policy is the scheduler's)."""
         server = {"name": name, "flavorRef": flavor, "imageRef": image or self.image,
                   "networks": "none"}
         if host:
             server["availability_zone"] = ":".join(["nova", host, *([node] if node else [])])
-        return self._call("POST", "/servers", json={"server": server})["server"]["id"]
+        hints = {"os:scheduler_hints": {"group": group}} if group else {}
+        return self._call("POST", "/servers", json={"server": server, **hints})["server"]["id"]
+
+    def server_group(self, name, policy):
+        """A new server group with ``policy`` (anti-affinity, affinity ...); its id."""
+        return self._call("POST", "/os-server-groups", json={"server_group": {
+            "name": name, "policy": policy}})["server_group"]["id"]
+
+    def delete_server_group(self, group):
+        self._call("DELETE", f"/os-server-groups/{group}", expect=(204, 404))
 
     def reboot(self, server):
         self._call("POST", f"/servers/{server}/action", json={"reboot": {"type": "HARD"}})

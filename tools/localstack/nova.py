@@ -56,6 +56,11 @@ def common_sections(stack, host):
         "glance": {"region_name": keystone.REGION, "valid_interfaces": "internal,public"},
         "ironic": keystone.credentials(stack, NAME, "system"),
         "vnc": {"enabled": "False"},
+        # As deployments run nova: a versioned notification for every state change (a
+        # task state outside nova's enum fails its payload, logged as an exception).
+        "notifications": {"notification_format": "versioned",
+                          "notify_on_state_change": "vm_and_task_state"},
+        "oslo_messaging_notifications": {"driver": "messagingv2"},
     }
 
 

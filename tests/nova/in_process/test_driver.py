@@ -308,8 +308,11 @@ class Cell:
     """What nova's database says, for the re-homing job: services (host -> forced down,
     report count), instances (host -> [Instance]); ``moves`` what the job wrote, in order."""
 
+    last = None  # the latest cell made: the default record's
+
     def __init__(self, monkeypatch, services, instances):
         self.services, self.instances, self.moves = dict(services), instances, []
+        Cell.last = self
         monkeypatch.setattr(objects.ServiceList, "get_by_binary",
                             lambda ctxt, binary, include_disabled=False: [
                                 self.service(h) for h in self.services])
@@ -324,8 +327,8 @@ class Cell:
                             lambda ctxt, uuid, expected_attrs=None: next(
                                 i for i in self.all() if i.uuid == uuid))
         monkeypatch.setattr(rehome.Rehoming, "_move_instance", staticmethod(
-            lambda ctxt, instance, fenced_host: self.moves.append(("instance", instance.uuid))
-            or setattr(instance, "host", CONF.host) or True))
+            lambda ctxt, instance, fenced_host, members=(): self.moves.append(
+                ("instance", instance.uuid)) or setattr(instance, "host", CONF.host) or True))
         monkeypatch.setattr(rehome.Rehoming, "_move_compute_node", staticmethod(
             lambda ctxt, node: self.moves.append(("compute node", node))))
 
@@ -340,13 +343,30 @@ class Cell:
                                updated_at=None)
 
 
-def rehoming_job(members, ironic, down=(), locks=None):
+class Record:
+    """The group's record in nova's database (``group_record``): the hosts ever members
+    (None: every service the cell has), whom a mover forced down."""
+
+    def __init__(self, cell, members=None):
+        self.cell, self.recorded, self.movers = cell, members, {}
+
+    def members(self, ctxt):
+        return {h.lower() for h in (self.cell.services if self.recorded is None
+                                    else self.recorded)}
+
+    def forced_down(self, ctxt, host, mover):
+        self.movers[host] = mover
+
+
+def rehoming_job(members, ironic, down=(), locks=None, record=None):
     """The re-homing job of compute-a, with ``members`` live and ``down`` reported down by
-    nova, whose report watch has watched long enough."""
+    nova, whose report watch has watched long enough; ``record``: the group's record
+    (every service of the cell, by default)."""
     driver = Fleet.driver("ours", ironic)
     ring = driver._coordinated_ring()
     ring.members = lambda: set(members)
     ring.membership = locks or Locks()
+    ring.record = record or Record(Cell.last)
     job = rehome.Rehoming(ring, lambda: ironic, driver._problems, driver._metrics)
     job.watch = rehoming.ReportWatch(0)  # stalled at first sight
     job._servicegroup = DownHosts(down)
@@ -436,7 +456,8 @@ class Row:
 
     def __init__(self, monkeypatch, instance):
         self.uuid, self.node = instance.uuid, instance.node
-        self.values = {"host": instance.host, "task_state": instance.task_state}
+        self.values = {"host": instance.host, "task_state": instance.task_state,
+                       "system_metadata": {}}
         self.actions, self.on_read = [], None
 
         def save(obj, expected_task_state=None):
@@ -447,6 +468,7 @@ class Row:
             # Only what changed, as nova's save writes it.
             self.values.update({field: getattr(obj, field)
                                 for field in obj.obj_what_changed() & set(self.values)})
+            self.values["system_metadata"] = dict(self.values["system_metadata"])
             obj.obj_reset_changes()
 
         monkeypatch.setattr(objects.Instance, "save", save)
@@ -466,7 +488,9 @@ class Row:
             host = CONF.host
             interleaved()
             CONF.set_override("host", host)
-        found = objects.Instance(uuid=self.uuid, node=self.node, **self.values)
+        found = objects.Instance(uuid=self.uuid, node=self.node,
+                                 **{**self.values,
+                                    "system_metadata": dict(self.values["system_metadata"])})
         found.obj_reset_changes()
         return found
 
@@ -492,21 +516,23 @@ def test_two_movers_that_both_read_the_server_on_the_dead_service_move_it_once(
     read_by_a, read_by_b = row.read(), row.read()
     assert move_as(HOSTS[0], read_by_a) is True
     assert move_as(HOSTS[1], read_by_b) is False
-    assert row.values == {"host": HOSTS[0], "task_state": None}
+    assert row.values == {"host": HOSTS[0], "task_state": None, "system_metadata": {}}
     assert row.actions == [HOSTS[0]]
 
 
 def test_a_mover_whose_claim_was_taken_over_writes_nothing(nova_config, monkeypatch):
     """A slow mover (paused just after its claim) whose claim another mover took over
     (it read the claim, as a dead mover's is read, and moved the server): the slow one
-    reads the server moved and its next write fails its expected-task-state check."""
+    reads the server moved and its next write fails its expected-task-state check.  The
+    task state the dead service left (a reboot) is the server's again, for its new
+    home's start-up handling (``recovery``)."""
     row = Row(monkeypatch, an_instance("compute-dead", str(uuid.uuid4())))
     row.values["task_state"] = "rebooting"  # the dead service died in a reboot
     slow = row.read()
     row.on_read = lambda: move_as(HOSTS[1], row.read())  # before the slow one reads again
     with pytest.raises(exception.UnexpectedTaskStateError):
         move_as(HOSTS[0], slow)
-    assert row.values == {"host": HOSTS[1], "task_state": None}
+    assert row.values == {"host": HOSTS[1], "task_state": "rebooting", "system_metadata": {}}
     assert row.actions == [HOSTS[1]]
 
 
@@ -542,10 +568,18 @@ def test_an_operation_on_a_server_moved_away_is_refused_before_ironic_is_called(
     driver = Fleet.driver("ours", ironic)
     driver._rehoming = object()  # servers can move between these services
     try:
-        with pytest.raises(guard.Refused, match=f"homed on {HOSTS[1]}"):
+        # Never nova's InstanceNotFound: nova's manager would take the server as gone and
+        # deallocate its ports; a destroy's refusal is a power-off failure, which nova's
+        # manager re-raises without touching the network.
+        with pytest.raises(guard.Refused, match=f"homed on {HOSTS[1]}") as raised:
             driver.reboot(nova_context.get_admin_context(), instance, None, "SOFT")
-        with pytest.raises(exception.InstanceNotFound):  # nova's manager: gone from here
+        assert not isinstance(raised.value, exception.InstanceNotFound)
+        with pytest.raises(exception.InstancePowerOffFailure) as raised:
             driver.destroy(nova_context.get_admin_context(), instance, None)
+        assert not isinstance(raised.value, exception.InstanceNotFound)
+        for name in ("prepare_for_spawn", "failed_spawn_cleanup"):  # a build's steps too
+            with pytest.raises(guard.Refused):
+                getattr(driver, name)(instance)
         assert asked == []
         instance.host = HOSTS[0]  # homed here: nova's own reboot runs, asking Ironic
         with pytest.raises(exception.InstanceNotFound) as raised:

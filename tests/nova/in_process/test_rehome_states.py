@@ -1,0 +1,298 @@
+"""What a move does to a server in each state, with nova's real classes: nova's own
+``ComputeManager._init_instance`` run by the new home (``recovery``), the check in front
+of nova's manager (``guard``), the fence's scope (the group's record), a claim left by
+a mover that died, and the forced-down flag a service clears."""
+
+import threading
+import time
+import uuid
+
+import pytest
+from nova import context as nova_context
+from nova import exception
+from nova import objects
+from nova.compute import manager as nova_manager
+from nova.compute import power_state
+from nova.compute import task_states
+from nova.compute import vm_states
+from nova.network import model as network_model
+
+from rp_reporter.nova_compute import coordinated_ring
+from rp_reporter.nova_compute import guard
+from rp_reporter.nova_compute import recovery
+from rp_reporter.nova_compute import rehome
+from tests.nova.in_process.test_driver import CONF
+from tests.nova.in_process.test_driver import HOSTS
+from tests.nova.in_process.test_driver import Cell
+from tests.nova.in_process.test_driver import NodeLookup
+from tests.nova.in_process.test_driver import Record
+from tests.nova.in_process.test_driver import Row
+from tests.nova.in_process.test_driver import an_instance
+from tests.nova.in_process.test_driver import move_as
+from tests.nova.in_process.test_driver import nova_config  # noqa: F401 - a fixture
+from tests.nova.in_process.test_driver import rehoming_job
+
+pytestmark = pytest.mark.usefixtures("nova_config")
+
+
+class Servers:
+    """nova's database for the servers of one test: ``save`` is nova's compare-and-swap
+    on the task state; faults recorded; the server's block devices none."""
+
+    def __init__(self, monkeypatch):
+        self.rows, self.faults = {}, []
+
+        def save(instance, expected_task_state=None):
+            row = self.rows[instance.uuid]
+            if expected_task_state is not None and row["task_state"] not in expected_task_state:
+                raise exception.UnexpectedTaskStateError(
+                    instance_uuid=instance.uuid, expected=expected_task_state,
+                    actual=row["task_state"])
+            row.update({f: getattr(instance, f) for f in instance.obj_what_changed() & set(row)})
+            instance.obj_reset_changes()
+
+        monkeypatch.setattr(objects.Instance, "save", save)
+        monkeypatch.setattr(objects.Instance, "get_by_uuid",
+                            lambda ctxt, uuid, expected_attrs=None: self.read(uuid))
+        monkeypatch.setattr(objects.Instance, "obj_load_attr", lambda instance, name: None)
+        monkeypatch.setattr(objects.InstanceFault, "create",
+                            lambda fault: self.faults.append(fault.message))
+        monkeypatch.setattr(objects.BlockDeviceMappingList, "get_by_instance_uuid",
+                            lambda ctxt, uuid: objects.BlockDeviceMappingList(objects=[]))
+
+    def add(self, vm_state, task_state, host):
+        server = str(uuid.uuid4())
+        self.rows[server] = {"vm_state": vm_state, "task_state": task_state, "host": host}
+        return server
+
+    def read(self, server):
+        if server not in self.rows:
+            raise exception.InstanceNotFound(instance_id=server)
+        found = objects.Instance(
+            uuid=server, node=str(uuid.uuid5(uuid.NAMESPACE_URL, server)),
+            power_state=power_state.RUNNING, system_metadata={}, metadata={},
+            info_cache=objects.InstanceInfoCache(network_info=network_model.NetworkInfo()),
+            **self.rows[server])
+        found.obj_reset_changes()
+        return found
+
+
+class Running:
+    """nova's virt driver for _init_instance: every server running."""
+
+    @staticmethod
+    def get_info(instance, use_cache=True):
+        return type("Info", (), {"state": power_state.RUNNING})()
+
+    @staticmethod
+    def plug_vifs(instance, network_info):
+        pass
+
+
+def a_manager(monkeypatch, servers):
+    """nova's ComputeManager of this host, its real _init_instance; what it asks of its
+    own request handlers (a delete, a reboot, a stop, a start) recorded in ``calls``."""
+    manager = object.__new__(nova_manager.ComputeManager)
+    manager.host, manager.driver, manager.calls = CONF.host, Running(), []
+    manager._delete_instance = lambda ctxt, instance, bdms: (
+        manager.calls.append(("delete", instance.task_state)),
+        servers.rows.pop(instance.uuid))
+    manager.reboot_instance = lambda context, instance, block_device_info, reboot_type: (
+        manager.calls.append(("reboot", reboot_type, instance.task_state)))
+    manager.stop_instance = lambda context, instance, clean_shutdown: (
+        manager.calls.append(("stop", instance.task_state)))
+    manager.start_instance = lambda context, instance: (
+        manager.calls.append(("start", instance.task_state)))
+    return manager
+
+
+# (vm state, task state the fenced service left) -> (vm state, task state after, what
+# nova's manager was asked to do)
+STATES = {
+    "a build": ((vm_states.BUILDING, task_states.SPAWNING), (vm_states.ERROR, None, [])),
+    "a rebuild": ((vm_states.ACTIVE, task_states.REBUILD_SPAWNING), (vm_states.ERROR, None, [])),
+    "a delete": ((vm_states.ACTIVE, task_states.DELETING), (None, None,
+                                                           [("delete", task_states.DELETING)])),
+    "a hard reboot asked": ((vm_states.ACTIVE, task_states.REBOOTING_HARD), (
+        vm_states.ACTIVE, None, [("reboot", "HARD", task_states.REBOOT_PENDING_HARD)])),
+    "a soft reboot asked": ((vm_states.ACTIVE, task_states.REBOOTING), (
+        vm_states.ACTIVE, None, [("reboot", "SOFT", task_states.REBOOT_PENDING)])),
+    "a power off": ((vm_states.ACTIVE, task_states.POWERING_OFF), (
+        vm_states.ACTIVE, None, [("stop", task_states.POWERING_OFF)])),
+    "a power on": ((vm_states.STOPPED, task_states.POWERING_ON), (
+        vm_states.STOPPED, None, [("start", task_states.POWERING_ON)])),
+    "a snapshot": ((vm_states.ACTIVE, task_states.IMAGE_SNAPSHOT), (vm_states.ACTIVE, None, [])),
+    "a rescue asked": ((vm_states.ACTIVE, task_states.RESCUING), (vm_states.ACTIVE, None, [])),
+    "idle": ((vm_states.ACTIVE, None), (vm_states.ACTIVE, None, [])),
+}
+
+
+@pytest.mark.parametrize("state", list(STATES))
+def test_a_moved_server_gets_novas_start_up_handling(monkeypatch, state):
+    (vm_state, task_state), (vm_after, task_after, asked) = STATES[state]
+    CONF.set_override("host", HOSTS[0])
+    try:
+        servers = Servers(monkeypatch)
+        server = servers.add(vm_state, task_state, HOSTS[0])  # just moved here
+        manager = a_manager(monkeypatch, servers)
+        recovery.recover(manager, nova_context.get_admin_context(), servers.read(server),
+                         "compute-dead")
+    finally:
+        CONF.clear_override("host")
+    assert manager.calls == asked
+    if vm_after is None:
+        assert server not in servers.rows  # deleted
+    else:
+        assert (servers.rows[server]["vm_state"], servers.rows[server]["task_state"]) == (
+            vm_after, task_after)
+    if state in ("a build",):
+        assert len(servers.faults) == 1 and "compute-dead was fenced during the build" in (
+            servers.faults[0]), servers.faults
+    else:
+        assert servers.faults == []
+
+
+class Membership:
+    """A live membership (``fenced`` while its lease is lapsed)."""
+
+    def __init__(self, fenced=False, lease=2.0):
+        self.fenced, self.lease, self.lapses = fenced, lease, 0
+
+
+class Handlers:
+    """nova's manager, as far as its request handlers go: each records its call."""
+
+    def __init__(self):
+        self.calls = []
+
+    def terminate_instance(self, context, instance, bdms):
+        self.calls.append(("terminate", instance.uuid))
+
+    def reboot_instance(self, context, instance, block_device_info, reboot_type):
+        self.calls.append(("reboot", instance.uuid))
+
+
+def test_a_request_for_a_server_moved_away_is_dropped_before_novas_manager(
+        monkeypatch):
+    """A resumed service takes a delete queued for a server that moved meanwhile: its
+    handler never runs (no instance action, no port deallocated, nothing written), and
+    nothing is raised (nova's RPC server logs nothing); a request for a server still
+    homed here runs.  A service whose lease lapsed waits until it is a member again
+    before it reads where the server is."""
+    CONF.set_override("host", HOSTS[0])
+    try:
+        moved, here = an_instance(HOSTS[1], "n1"), an_instance(HOSTS[0], "n2")
+        Cell(monkeypatch, {HOSTS[0]: (False, 1), HOSTS[1]: (False, 1)},
+             {HOSTS[1]: [moved], HOSTS[0]: [here]})
+        manager, membership = Handlers(), Membership(fenced=True)
+        metrics = rehoming_job({HOSTS[0]}, NodeLookup({})).metrics
+        guard.guard_manager(manager, membership, metrics)
+        threading.Timer(0.5, lambda: setattr(membership, "fenced", False)).start()
+        started = time.monotonic()
+        assert manager.terminate_instance(None, instance=moved, bdms=[]) is None
+        assert time.monotonic() - started >= 0.4  # read once a member again
+        manager.reboot_instance(None, here, None, "HARD")
+        assert manager.calls == [("reboot", here.uuid)]
+        assert metrics.refused.labels("terminate_instance")._value.get() == 1
+    finally:
+        CONF.clear_override("host")
+
+
+def test_only_a_member_of_the_group_in_scope_is_ever_forced_down(monkeypatch):
+    """A stock nova-compute (never a member of the group) down with a server on an
+    Ironic node: never looked at.  A member's service down whose every server is out of
+    this service's scope (here: Ironic names another server on the node): nothing forced
+    down, since the scope is read before the fence; once the cause is gone it is looked
+    at again and moved."""
+    stock_node, ours_node = str(uuid.uuid4()), str(uuid.uuid4())
+    stock, ours = an_instance("stock-1", stock_node), an_instance("ours-dead", ours_node)
+    cell = Cell(monkeypatch, {HOSTS[0]: (False, 1), "stock-1": (False, 3),
+                              "ours-dead": (False, 3)},
+                {"stock-1": [stock], "ours-dead": [ours]})
+    lookup = NodeLookup({stock_node: stock.uuid, ours_node: "another-server"})
+    record = Record(cell, members={HOSTS[0], "ours-dead"})
+    job = rehoming_job({HOSTS[0]}, lookup, down=["stock-1", "ours-dead"], record=record)
+    job.run_once(nova_context.get_admin_context())
+    assert cell.moves == [] and record.movers == {}
+    assert job.counts == {"refused": 1}
+    lookup.nodes[ours_node] = ours.uuid  # the cause gone
+    job.run_once(nova_context.get_admin_context())
+    assert cell.moves == []  # looked at again only after RECHECK_REFUSED_S
+    monkeypatch.setattr(rehome, "RECHECK_REFUSED_S", 0)
+    job._settled.clear()
+    job.run_once(nova_context.get_admin_context())
+    assert cell.moves == [("forced down", "ours-dead"), ("instance", ours.uuid),
+                          ("compute node", ours_node)]
+    assert record.movers == {"ours-dead": HOSTS[0]}
+
+
+def test_a_claim_left_by_a_mover_that_died_is_finished_by_the_next_owner(
+        monkeypatch):
+    """A mover that died after its claim: the server stays on the fenced service, in
+    nova's own ``migrating`` with the mover and the task state it found in its system
+    metadata.  Held by a live mover, it is left to it; once that mover is no live
+    member, the next owner finishes the move, and the task state found is the
+    server's again.  An earlier release's claim (a task state of its own) too."""
+    row = Row(monkeypatch, an_instance("compute-dead", str(uuid.uuid4())))
+    row.values.update(task_state=task_states.MIGRATING,
+                      system_metadata={rehome.CLAIM_KEY: "compute-mover rebooting_hard"})
+    CONF.set_override("host", HOSTS[0])
+    try:
+        assert rehome.Rehoming._move_instance(
+            nova_context.get_admin_context(), row.read(), "compute-dead",
+            members={HOSTS[0], "compute-mover"}) is False
+    finally:
+        CONF.clear_override("host")
+    assert row.values["host"] == "compute-dead"
+    assert move_as(HOSTS[0], row.read()) is True
+    assert row.values == {"host": HOSTS[0], "task_state": "rebooting_hard",
+                          "system_metadata": {}}
+    row = Row(monkeypatch, an_instance("compute-dead", str(uuid.uuid4())))
+    row.values["task_state"] = "rp-reporter-rehoming-compute-mover"
+    assert move_as(HOSTS[1], row.read()) is True
+    assert row.values == {"host": HOSTS[1], "task_state": None, "system_metadata": {}}
+
+
+class Saved:
+    """A service record whose save is recorded."""
+
+    def __init__(self, forced_down):
+        self.forced_down, self.saved = forced_down, []
+
+    def save(self):
+        self.saved.append(self.forced_down)
+
+
+class Movers(Record):
+    def __init__(self, movers):
+        self.movers, self.joined = dict(movers), []
+
+    def join(self, ctxt, host):
+        self.joined.append(host)
+
+    def forced_down_by_mover(self, ctxt, host):
+        return self.movers.get(host)
+
+    def cleared(self, ctxt, host):
+        self.movers.pop(host)
+
+
+@pytest.mark.parametrize("mover", ["compute-b", None])
+def test_a_service_live_again_clears_only_a_forced_down_a_mover_set(
+        monkeypatch, mover):
+    """A mover's flag is cleared (and its record); an operator's, or an evacuation
+    tool's, stays.  The service records itself as a member of the group either way."""
+    CONF.set_override("host", HOSTS[0])
+    try:
+        service = Saved(forced_down=True)
+        monkeypatch.setattr(rehome, "service_record", lambda ctxt, host: service)
+        ring = coordinated_ring.CoordinatedRing.__new__(coordinated_ring.CoordinatedRing)
+        ring.membership, ring._lapses_seen = Membership(), None
+        ring.record = Movers({HOSTS[0]: mover} if mover else {})
+        ring.conf = type("Conf", (), {"coordination": type("C", (), {"group": "g"})})
+        ring._clear_forced_down_once_live()
+    finally:
+        CONF.clear_override("host")
+    assert ring.record.joined == [HOSTS[0]]
+    assert service.saved == ([False] if mover else [])
+    assert ring.record.movers == {}
