@@ -19,8 +19,10 @@ or orphans a node.  Its parts:
   nova's node cache;
 * ``periodic`` (``full_pass_every`` above 1): which nodes nova's resource-tracker
   periodic goes over, ``rp_reporter.tracker_passes``'s decision;
-* ``rehome``: the job that moves a fenced service's servers to live members, and
-  ``guard``, which refuses an operation on a server no longer homed here;
+* ``rehome``: the job that moves a fenced service's servers to live members, with
+  ``recovery`` (nova's start-up handling of each moved server) and ``group_record``
+  (who was ever a member, whom a mover forced down); ``guard``, which drops a
+  request, or refuses an operation, for a server no longer homed here;
 * ``options``: ``[rp_reporter]`` in nova.conf.
 
 nova 34 loads ``compute_driver`` only from ``nova.virt`` (``'nova.virt.%s' %
