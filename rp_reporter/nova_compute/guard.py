@@ -98,7 +98,8 @@ def _guarded_request(name, handler, membership, metrics):
 
     @functools.wraps(handler)
     def request(*args, **kwargs):
-        instance = signature.bind(*args, **kwargs).arguments.get("instance")
+        instance = (signature.bind(*args, **kwargs).arguments.get("instance")
+                    or kwargs.get("instance"))
         reason = instance is not None and moved_away(instance, membership)
         if reason:
             LOG.error("refused to %s instance %s: %s; the request is dropped here (the "
@@ -110,7 +111,8 @@ def _guarded_request(name, handler, membership, metrics):
 
 
 def moved_away(instance, membership):
-    """Why ``instance`` is no longer this service's, or None.  Read once this service is
+    """Why ``instance`` is no longer this service's (moved away, or deleted by its new
+    home), or None.  Read once this service is
     a live member again (at most a lease), and once a forced-down flag on it is gone (a
     mover's: it clears at the next renewal; an operator's may stay, and a service that
     nova takes requests for acts on its servers as it does with nova's own driver)."""
@@ -120,8 +122,8 @@ def moved_away(instance, membership):
     deadline = time.monotonic() + membership.lease
     while True:
         found = where(instance)
-        if found is None:
-            return None
+        if found is None:  # a delete asked of this service, carried out by a new home
+            return "the server is deleted"
         reason = rehoming.refusal(found[0], CONF.host, False)
         if reason or not found[1] or time.monotonic() >= deadline:
             return reason

@@ -409,7 +409,6 @@ def pause_and_resume(cloud, made, servers):
         theirs.append(server)
     rebooted, deleted = theirs[:2]
     deleted_node = servers[deleted]
-    mark = pathlib.Path(cloud.stack.workdir, "ironic.log").stat().st_size
     paused_at = utc_now()
     service = cloud.stack.service(f"nova-compute-{victim}")
     seen = {s: set() for s in theirs}  # the hosts each server was seen on, after the pause
@@ -418,8 +417,18 @@ def pause_and_resume(cloud, made, servers):
         for server in theirs:
             seen[server].add(host_of(cloud, server))
         return all(seen[s] - {victim} for s in theirs)
+
+    def delete_done():
+        return (cloud.nova.server(deleted) is None
+                and made.ironic.get(deleted_node)["instance_uuid"] is None)
+
+    def reboot_done():
+        return any(event == "compute_reboot_instance" and host not in (None, victim)
+                   and result == "Success" and after(at, paused_at)
+                   for _, event, host, at, result in cloud.nova.events(rebooted))
     service.signal(signal.SIGSTOP)
     flushing = Flushing(cloud.stack, after=ha.LEASE - 2, every=2)
+    facts = {"host": victim, "servers": len(theirs)}
     try:
         time.sleep(3)
         # nova still sees it up: the casts wait for it
@@ -428,7 +437,16 @@ def pause_and_resume(cloud, made, servers):
         wait_for(moved, FENCED_AFTER_KILL + 3 * ha.PERIODIC + 60,
                  "the paused service's servers re-homed (or the deleted one gone)")
         time.sleep(ha.REPORT)  # one more round of the survivors' job, still flushing
+        # What was asked of the paused service, carried out by the new homes (nova's
+        # _init_instance): the delete (server gone, node cleaned) and the reboot.
+        for what, done in (("deletes_lost", delete_done), ("reboots_lost", reboot_done)):
+            try:
+                wait_for(done, 60, f"{what}: carried out by the new home")
+                facts[what] = 0
+            except AssertionError:
+                facts[what] = 1
         moved_at = utc_now()
+        mark = pathlib.Path(cloud.stack.workdir, "ironic.log").stat().st_size
     finally:
         flushes = flushing.stop()
         service.signal(signal.SIGCONT)
@@ -444,29 +462,18 @@ def pause_and_resume(cloud, made, servers):
            for _, _, host, at, result in cloud.nova.events(s)
            if host == victim and after(at, moved_at)]
     after_resume = made.since(victim)[resumed_log:]
-    facts = {"host": victim, "servers": len(theirs),
-             "ironic_writes_on_moved": ironic_writes(
-                 cloud, mark, [servers[s] for s in theirs]),
-             "actions_on_moved": sum(result != "Error" for result in own),
-             "attempts_refused": sum(result == "Error" for result in own),
-             "refused_logged": made.since(victim).count("refused to "),
-             "ports_deallocated_on_moved": sum(
-                 "Deallocating network for instance" in line and any(s in line for s in theirs)
-                 for line in after_resume.splitlines()),
-             "moves_per_server_max": max(rehomes_of(cloud, s, paused_at) for s in theirs
-                                         if cloud.nova.server(s)) if len(theirs) > 1 else 0,
-             "backend_flushes": flushes}
-    try:  # the delete asked of the paused service, carried out by the new home
-        wait_for(lambda: cloud.nova.server(deleted) is None
-                 and made.ironic.get(deleted_node)["instance_uuid"] is None, 60,
-                 "the delete asked of the paused service carried out, its node cleaned")
-        facts["deletes_lost"] = 0
-    except AssertionError:
-        facts["deletes_lost"] = 1
-    facts["reboots_lost"] = int(not any(
-        event == "compute_reboot_instance" and host not in (None, victim)
-        and result == "Success" and after(at, paused_at)
-        for _, event, host, at, result in cloud.nova.events(rebooted)))
+    facts.update({
+        # Requests that change a node, on the moved servers' nodes, once it resumed.
+        "ironic_writes_on_moved": ironic_writes(cloud, mark, [servers[s] for s in theirs]),
+        "actions_on_moved": sum(result != "Error" for result in own),
+        "attempts_refused": sum(result == "Error" for result in own),
+        "refused_logged": made.since(victim).count("refused to "),
+        "ports_deallocated_on_moved": sum(
+            "Deallocating network for instance" in line and any(s in line for s in theirs)
+            for line in after_resume.splitlines()),
+        "moves_per_server_max": max((rehomes_of(cloud, s, paused_at) for s in theirs
+                                     if cloud.nova.server(s)), default=0),
+        "backend_flushes": flushes})
     moved()  # and where they are now, after its periodics
     facts["hosts_seen_max"] = max(len(seen[s] - {victim, None}) for s in theirs)
     left = [s for s in theirs if cloud.nova.server(s)]
