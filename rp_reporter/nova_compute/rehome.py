@@ -263,9 +263,15 @@ class Rehoming:
             LOG.warning("node %s: re-homed to %s (instance %s, compute node record)", node,
                         CONF.host, instance.uuid)
         # Out of the lock: a delete or a reboot takes Ironic seconds, and the server is
-        # this service's now.
+        # this service's now (nothing of the move is left to redo, so a failure here is
+        # logged as nova logs one at its start-up, and the server is as nova left it).
         if self.manager is not None:
-            recovery.recover(self.manager(), ctxt, instance, fenced_host)
+            try:
+                recovery.recover(self.manager(), ctxt, instance, fenced_host)
+            except Exception:  # noqa: BLE001 - the move is done; the job goes on
+                self._count("failed")
+                LOG.exception("node %s: instance %s re-homed here; nova's start-up "
+                              "handling of it failed", node, instance.uuid)
 
     def _not_in_scope(self, node, instance):
         """Why this service must not take ``node``, or None: not an Ironic node of its
