@@ -468,9 +468,12 @@ def pause_and_resume(cloud, made, servers):
         "actions_on_moved": sum(result != "Error" for result in own),
         "attempts_refused": sum(result == "Error" for result in own),
         "refused_logged": made.since(victim).count("refused to "),
+        # nova's teardown of a server on the resumed service ("Terminating instance",
+        # INFO, at the start of _shutdown_instance): after it nova deallocates the
+        # server's network, whether the driver's destroy worked or failed.
         "ports_deallocated_on_moved": sum(
-            "Deallocating network for instance" in line and any(s in line for s in theirs)
-            for line in after_resume.splitlines()),
+            ("Terminating instance" in line or "Deallocating network for instance" in line)
+            and any(s in line for s in theirs) for line in after_resume.splitlines()),
         "moves_per_server_max": max((rehomes_of(cloud, s, paused_at) for s in theirs
                                      if cloud.nova.server(s)), default=0),
         "backend_flushes": flushes})
