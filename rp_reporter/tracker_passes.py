@@ -6,54 +6,111 @@ about a minute of nova's work every interval (doc/performance.md, "nova at fleet
 size"), while for a node nothing happened to it only re-reads what it wrote last time.
 Where rp_reporter's agents keep each node's provider right, the driver can give that
 periodic only the nodes that need nova's own look, with ``[rp_reporter]
-full_pass_every`` N above 1:
+full_pass_every`` N above 1.  A node is due:
 
-* a node nova's resource tracker has not looked at since this service took it (every
-  node at the service's start, each node a takeover or a ring change brings here);
-* a node whose fields nova reads from Ironic changed since nova's last look at it
-  (an instance arriving or going, a state, maintenance, a class, properties, traits);
-* and every node, once in N periodics: the full pass keeps nova's own repairs (stale
-  allocations, its traits, the compute node record) going at a slower pace.
+* when nova has not looked at it since this service took it (every node at the
+  service's start, each node a takeover or a ring change brings here, a node back after
+  an absence from this service's nodes);
+* when the fields nova reads of it in Ironic changed since nova's last look (an instance
+  arriving or going, a state, maintenance, a class, properties, traits);
+* after a change only nova knows of (``touched``: a build on it, a server destroyed on
+  it), at the next two looks;
+* and once nova has not looked at it for N - 1/2 update intervals: every node at least
+  once in N periodics keeps nova's own repairs (stale allocations, its traits, the
+  compute node record) going at a slower pace.  Half an interval short of N, so that a
+  look made during one periodic falls due N periodics later, however far into its
+  periodic it was made (up to half an interval) and however the periodics' starts vary.
+
+"nova's look" is the resource tracker's ``get_available_resource(node)``, made once per
+node it goes over: ``looked_at`` records it, with the node's fingerprint (the values of
+the fields nova reads, hashable) and the time on a monotonic clock.  Asking which nodes
+are due (``due``) changes nothing: nova asks the same question outside its periodic
+(a build's "first node of this host").
 
 N = 1 is nova's behaviour: every node, every periodic.
 """
 
+import math
+
+LOOKS_AFTER_A_TOUCH = 2
+"""nova writes a change only it knows of at the node's next update, and may make it
+after the driver's part is over: a failed build is counted (``failed_builds``, read by
+the BuildFailureWeigher) once nova's cleanup of it is done.  A periodic may look at the
+node in between; the one after writes it."""
+
 
 class TrackerPasses:
-    """What each periodic is given: ``nodes(managed)`` once per periodic, with the
-    fingerprint of each node this service manages now ({uuid: fingerprint}: the values
-    of the fields nova reads, hashable)."""
+    """nova's looks at the nodes of one compute service, and which nodes are due."""
 
-    def __init__(self, full_pass_every):
+    def __init__(self, full_pass_every, interval_s=60.0):
         self.full_pass_every = max(1, full_pass_every)
-        self.periodics = 0
-        self._looked_at = {}  # uuid: its fingerprint when nova's periodic was last given it
+        self.interval_s = interval_s
+        self._looks = {}  # uuid: (its fingerprint, the time) at nova's last look
+        self._owed = {}  # uuid: looks still owed to a change only nova knows of
 
     @property
     def enabled(self):
         return self.full_pass_every > 1
 
-    def nodes(self, managed):
-        """(the nodes this periodic goes over, whether it is a full pass)."""
-        full = self.periodics % self.full_pass_every == 0
-        self.periodics += 1
-        due = [uuid for uuid, seen in managed.items()
-               if full or self._looked_at.get(uuid, _NEVER) != seen]
-        # Every managed node is now as nova last looked at it (the quiet ones unchanged);
-        # a node no longer managed is forgotten, so it is due again if it comes back.
-        self._looked_at = dict(managed)
-        return due, full
+    @property
+    def longest_s(self):
+        """How long a node goes without nova's look before it is due."""
+        return (self.full_pass_every - 0.5) * self.interval_s
+
+    def due(self, managed, now):
+        """The nodes of ``managed`` ({uuid: fingerprint}) due at a periodic at ``now``,
+        in their order."""
+        return [uuid for uuid, seen in managed.items() if self._is_due(uuid, seen, now)]
+
+    def _is_due(self, uuid, seen, now):
+        look = self._looks.get(uuid)
+        return (not self.enabled or look is None or look[0] != seen or uuid in self._owed
+                or now - look[1] >= self.longest_s)
+
+    def aged(self, managed, now):
+        """How many of ``managed`` are due only for nova's long absence."""
+        return sum(1 for uuid, seen in managed.items()
+                   if uuid not in self._owed and self._looks.get(uuid, (None,))[0] == seen
+                   and now - self._looks[uuid][1] >= self.longest_s)
+
+    def least_recent(self, managed):
+        """The node of ``managed`` nova looked at least recently (never: first)."""
+        return min(managed, key=lambda uuid: self._looks.get(uuid, (None, -math.inf))[1],
+                   default=None)
+
+    def next_aged_in(self, managed, now):
+        """Periodics from now until a node of ``managed`` not due now is due for nova's
+        long absence (None: no such node)."""
+        ages = [now - self._looks[uuid][1] for uuid in managed
+                if uuid in self._looks and not self._is_due(uuid, managed[uuid], now)]
+        if not ages:
+            return None
+        return max(1, math.ceil((self.longest_s - max(ages)) / self.interval_s))
+
+    def looked_at(self, uuid, seen, now):
+        """nova's resource tracker looked at ``uuid`` at ``now``; ``seen``: its
+        fingerprint then."""
+        self._looks[uuid] = (seen, now)
+        owed = self._owed.pop(uuid, 0) - 1
+        if owed > 0:
+            self._owed[uuid] = owed
+
+    def touched(self, uuids):
+        """A change only nova knows of happened to ``uuids``: due at its next looks."""
+        for uuid in uuids:
+            self._owed[uuid] = LOOKS_AFTER_A_TOUCH
 
     def forget(self, released):
-        """Nodes this service stopped managing between two periodics (a ring change seen
-        by the renewals): due again if they come back before the next periodic, since
-        another service's resource tracker may have taken their records meanwhile."""
+        """Nodes this service stopped managing, or whose update nova reports failed: due
+        again, as nova's last look at them may not hold (another service's resource
+        tracker may have taken their records meanwhile)."""
         for uuid in released:
-            self._looked_at.pop(uuid, None)
+            self._looks.pop(uuid, None)
 
-    def until_full(self):
-        """Periodics from now until the next full pass (0: the next one)."""
-        return -self.periodics % self.full_pass_every
-
-
-_NEVER = object()
+    def keep_only(self, managed):
+        """Forget the nodes not in ``managed`` (this service's nodes now): due again if
+        they come back."""
+        for uuid in set(self._looks) - set(managed):
+            del self._looks[uuid]
+        for uuid in set(self._owed) - set(managed):
+            del self._owed[uuid]

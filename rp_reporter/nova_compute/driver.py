@@ -3,6 +3,7 @@
 import functools
 import inspect
 import logging
+import sys
 
 from nova.virt.ironic import driver as ironic_driver
 from oslo_config import cfg
@@ -18,6 +19,7 @@ from rp_reporter.nova_compute import rehome
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
+TOUCHING = ("spawn", "destroy", "failed_spawn_cleanup")  # a node nova updates next
 
 
 def _guarded(name, instance_at):
@@ -79,9 +81,30 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
         super().init_host(host)
 
     def get_available_nodes(self, refresh=False):
-        # nova calls this once per resource-tracker periodic: the nodes it goes over.
-        return self._periodic.for_periodic(super().get_available_nodes(refresh),
-                                           self.node_cache)
+        # nova's resource-tracker periodic calls this first: the nodes it goes over; a
+        # build calls it too, for its first node.  The same answer either way.
+        return self._periodic.for_periodic(
+            super().get_available_nodes(refresh), self.node_cache,
+            log=periodic.novas_periodic(sys._getframe(1)))
+
+    def get_available_resource(self, nodename):
+        # nova's resource tracker calls this once per node it goes over (a periodic, the
+        # service's start): nova's look at the node.
+        resources = super().get_available_resource(nodename)
+        self._periodic.looked_at(nodename, lambda: self.node_cache.get(nodename))
+        return resources
+
+    def failed_spawn_cleanup(self, instance):
+        try:
+            return super().failed_spawn_cleanup(instance)
+        finally:
+            self._operated("failed_spawn_cleanup", instance)
+
+    def _operated(self, name, instance):
+        # After nova's operation ``name`` on ``instance`` ran or raised: nova heals
+        # allocations and counts failed builds only at the node's update.
+        if name in TOUCHING and self._periodic.passes.enabled:
+            self._periodic.touched(instance.get("node"))
 
     def get_nodenames_by_uuid(self, refresh=False):
         # init_host's view of the nodes managed here: every one, whatever the periodic.

@@ -24,11 +24,14 @@ NOVA_OPTS = [
     cfg.IntOpt("full_pass_every", default=1, min=1,
                help="Which nodes nova's resource-tracker periodic (update_available_resource) "
                     "goes over. 1: every node, every periodic (nova's behaviour). N above 1, "
-                    "where rp_reporter's agents keep every node's provider right: every node "
-                    "once in N periodics (and at the service's start); in between only the "
-                    "nodes new to this service and those whose fields nova reads changed in "
-                    "Ironic since nova's last look. At 1,000 nodes per service a periodic "
-                    "then takes seconds instead of about a minute (doc/performance.md)."),
+                    "where rp_reporter's agents keep every node's provider right: a node "
+                    "new to this service (every node at its start), one whose fields nova "
+                    "reads changed in Ironic since nova's last look, one the driver spawned "
+                    "a server on or destroyed one on, and one nova has not looked at for "
+                    "N - 1/2 update_resources_interval (every node at least once in N "
+                    "periodics); when none is due, the one nova looked at least recently. "
+                    "At 1,000 nodes per service a periodic then takes seconds instead of "
+                    "about a minute (doc/performance.md)."),
     cfg.StrOpt("metrics_bind", default="",
                help="host:port where this nova-compute serves rp_reporter's driver metrics "
                     "(/metrics: re-homing moves, fences, refusals and failures, operations "

@@ -11,19 +11,29 @@ is its side in nova, where two of nova's habits meet a node left out on purpose:
   that warning is dropped for the nodes left out (one line of ours per periodic says how
   many there were);
 * nova goes over every node again at its next periodic, so a node whose update failed
-  is retried then.  Here a node is taken as looked at when it is given to the periodic;
-  nova's own line for a node whose update failed (or for the whole periodic) makes it,
-  or every node of that periodic, due again at the next one.
+  is retried then.  Here a node is taken as looked at when nova's resource tracker asks
+  the driver for its resources (``get_available_resource``, once per node it goes
+  over); nova's own line for a node whose update failed (or for the whole periodic)
+  makes it, or every node of the latest answer, due again at the next one;
+* nova asks ``get_available_nodes`` outside its periodic too: a build takes its first
+  node as "this host's node" (``ComputeManager._get_nodename``, in a hard anti-affinity
+  group's check among others).  So the answer is never empty while a node is managed
+  here, and asking changes nothing but the orphan warning's quiet set (the nodes left
+  out of the latest answer); the periodic's line is logged for nova's periodic only.
 """
 
 import json
 import logging
 import threading
+import time
+
+from oslo_config import cfg
+from oslo_service import periodic_task
 
 from rp_reporter import tracker_passes
 
 LOG = logging.getLogger(__name__)
-NOVA_MANAGER_LOG = "nova.compute.manager"
+NOVA_MANAGER = NOVA_MANAGER_LOG = "nova.compute.manager"  # its module and its logger
 PERIODIC_TASK_LOG = "oslo_service.periodic_task"
 ORPHAN_WARNING = "Found orphan compute node"
 # nova's lines for one node's failed update (ComputeManager._update_available_resource_for_node)
@@ -77,48 +87,92 @@ class NovaLines(logging.Filter):
 
 
 class PeriodicNodes:
-    """The driver's part: ``for_periodic`` from its ``get_available_nodes``."""
+    """The driver's part: ``for_periodic`` from its ``get_available_nodes``, ``looked_at``
+    from its ``get_available_resource``, ``touched`` after an operation on a node."""
 
-    def __init__(self, full_pass_every):
-        self.passes = tracker_passes.TrackerPasses(full_pass_every)
+    def __init__(self, full_pass_every, interval_s=None):
+        enabled = full_pass_every > 1
+        if enabled and interval_s is None:
+            interval_s = update_interval_s()
+        self.passes = tracker_passes.TrackerPasses(full_pass_every, interval_s or 60.0)
+        self.clock = time.monotonic
         self._listed = frozenset()  # every node of the last listing of the fleet
         self._lock = threading.Lock()
-        self._given = ()  # the nodes the latest periodic was given
+        self._given = ()  # the nodes of the latest answer
         self._lines = None
-        if self.passes.enabled:
+        if enabled:
             self._lines = NovaLines(self._failed)
             for name in (NOVA_MANAGER_LOG, PERIODIC_TASK_LOG):
                 logging.getLogger(name).addFilter(self._lines)
 
-    def for_periodic(self, managed, node_cache):
-        """The nodes of ``managed`` (nova's answer: every node this service manages) the
-        periodic goes over; ``node_cache``: nova's, the nodes as just listed."""
+    def for_periodic(self, managed, node_cache, log=False):
+        """The nodes of ``managed`` (nova's answer: every node this service manages) due at
+        nova's periodic; ``node_cache``: nova's, the nodes as just listed; ``log``: the
+        call starts nova's periodic, which the line is logged for.  Which nodes are due
+        is not changed by the question (nova asks it from a build too)."""
         if not self.passes.enabled:
             return managed
         with self._lock:
-            due, full = self.passes.nodes(
-                {uuid: fingerprint(node_cache[uuid]) for uuid in managed if uuid in node_cache})
-            due_set = set(due)
+            # A node absent from this service's nodes is due when back (nova's refresh
+            # just saw it go; the same answer however often that is seen).
+            self.passes.keep_only(managed)
+            prints = {uuid: fingerprint(node_cache[uuid]) for uuid in managed
+                      if uuid in node_cache}
+            now = self.clock()
+            due = self.passes.due(prints, now)
             # A managed node missing from the cache (nova reads it on its own) goes over.
             due += [uuid for uuid in managed if uuid not in node_cache]
-            self._lines.quiet = frozenset(u for u in managed if u not in due_set)
-            self._given = tuple(due)
-            left = self.passes.until_full()
-        if full:
-            LOG.info("resource tracker periodic: every node, %d (a full pass: one periodic "
-                     "in %d)", len(due), self.passes.full_pass_every)
-        else:
-            LOG.info("resource tracker periodic: %d of %d nodes, the others unchanged since "
-                     "nova's last look and their providers kept by the agents (full pass "
-                     "in %d periodics)", len(due), len(managed), left)
-        return due
+            answer = list(due)
+            if not answer and prints:
+                # nova takes the first node of this answer as "this host's node" (a
+                # build's anti-affinity check, among others): never empty while a node
+                # is managed here.  The node nova looked at least recently is the one
+                # closest to due anyway: its look is the full pass's work, done early.
+                answer = [self.passes.least_recent(prints)]
+            self._given = tuple(answer)
+            self._lines.quiet = frozenset(managed) - frozenset(answer)
+            aged = self.passes.aged(prints, now)
+            left = self.passes.next_aged_in(prints, now)
+        if log:
+            self._log(answer, due, aged, len(managed), left)
+        return answer
+
+    def _log(self, answer, due, aged, managed, left):
+        longest = round(self.passes.longest_s)
+        if len(due) == managed:
+            LOG.info("resource tracker periodic: every node, %d (a full pass: each new here, "
+                     "changed since nova's last look, or not looked at for %d s)",
+                     managed, longest)
+            return
+        LOG.info("resource tracker periodic: %d of %d nodes (due: %d new here, changed or "
+                 "touched since nova's last look, %d not looked at for %d s; %d not due, "
+                 "the one nova looked at least recently), the others unchanged since "
+                 "nova's last look and their providers kept by the agents (the next due "
+                 "for its age in %s periodics)", len(answer), managed, len(due) - aged,
+                 aged, longest, len(answer) - len(due), left)
+
+    def looked_at(self, uuid, node):
+        """nova's resource tracker looked at ``uuid`` (``node()``: as nova has it now)."""
+        if not self.passes.enabled:
+            return
+        node = node()
+        if node is not None:
+            with self._lock:
+                self.passes.looked_at(uuid, fingerprint(node), self.clock())
+
+    def touched(self, uuid):
+        """The driver operated on node ``uuid`` (a spawn, a destroy, a failed spawn's
+        cleanup): nova counts or heals what only it knows of at the node's next update."""
+        if self.passes.enabled and uuid:
+            with self._lock:
+                self.passes.touched({uuid})
 
     def forget(self, released):
         with self._lock:
             self.passes.forget(released)
 
     def _failed(self, nodes):
-        """nova's update failed for ``nodes`` (None: every node of the latest periodic)."""
+        """nova's update failed for ``nodes`` (None: every node of the latest answer)."""
         with self._lock:
             nodes = self._given if nodes is None else nodes
             self.passes.forget(nodes)
@@ -134,6 +188,22 @@ class PeriodicNodes:
         """Whether the last listing holds ``uuid`` (only while passes are enabled: nova's
         own answer otherwise)."""
         return self.passes.enabled and uuid in self._listed
+
+
+def update_interval_s():
+    """nova's update_resources_interval, as its periodic task reads it (0: oslo.service's
+    default spacing; below 0 the periodic does not run, and the interval is moot)."""
+    interval = cfg.CONF.update_resources_interval
+    return float(interval) if interval > 0 else periodic_task.DEFAULT_INTERVAL
+
+
+def novas_periodic(frame):
+    """Whether ``frame`` is nova's resource-tracker periodic
+    (``ComputeManager.update_available_resource``, which asks the driver for its nodes
+    first thing): the call the periodic's line is logged for, once per periodic, and
+    not for a build's question."""
+    return (frame is not None and frame.f_code.co_name == TASK
+            and frame.f_globals.get("__name__") == NOVA_MANAGER)
 
 
 EVERY_NODE = PeriodicNodes(1)  # nova's behaviour

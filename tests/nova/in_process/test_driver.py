@@ -9,7 +9,6 @@ list is what nova's ServiceList would return.
 """
 
 import contextlib
-import logging
 import threading
 import time
 import uuid
@@ -23,13 +22,11 @@ from hypothesis import strategies as st
 from nova import context as nova_context
 from nova import exception
 from nova import objects
-from nova.compute import manager as nova_manager
 from nova.compute import provider_tree as nova_provider_tree
 from nova.virt.ironic import driver as nova_driver
 from nova.virt.ironic import ironic_states
 from openstack import exceptions as sdk_exc
 from openstack.baremetal.v1 import node as sdk_node
-from oslo_service import periodic_task as oslo_periodic_task
 
 from rp_reporter import model
 from rp_reporter import nova_compute
@@ -154,70 +151,6 @@ def test_mixing_the_coordination_ring_with_nova_ring_is_why_a_group_switches_tog
                             rp_reporter={"peers_from": "coordination"}) for h in HOSTS}
     assert all(len(o) == 1 for o in owners_of(owned, free).values())
     del fleet_
-
-
-def test_between_full_passes_nova_goes_over_only_new_and_changed_nodes(
-        nova_config, monkeypatch, caplog):
-    """``[rp_reporter] full_pass_every``: what nova's periodic is given, nova's orphan check
-    and failure lines (through nova's and oslo.service's own loggers), init_host's view."""
-    Fleet(monkeypatch, HOSTS[:1])
-    nodes = [sdk_node.Node(id=str(uuid.uuid4()), instance_id=None, provision_state="available")
-             for _ in range(5)]
-    connection = FakeConnection(nodes)
-    CONF.set_override("full_pass_every", 8, group="rp_reporter")
-    try:
-        driver = Fleet.driver("ours", connection)
-        every = {n.id for n in nodes}
-
-        def periodic():
-            return Fleet.owned(driver, HOSTS[0])
-        assert periodic() == every  # the start: a full pass
-        assert periodic() == set()  # nothing happened since
-        nodes[0].is_maintenance = True  # a field nova reads changed
-        new = sdk_node.Node(id=str(uuid.uuid4()), instance_id=None)
-        connection.listing.append(new)  # a node new here
-        every.add(new.id)
-        assert periodic() == {nodes[0].id, new.id}
-        assert periodic() == set()
-        CONF.set_override("host", HOSTS[0])
-        assert set(driver.get_nodenames_by_uuid()) == every  # init_host's view: every node
-
-        # nova's orphan check for a node left out: answered from the listing, no read.
-        def no_read(node_id):
-            raise AssertionError(f"read {node_id}")
-        monkeypatch.setattr(driver, "_get_node", no_read)
-        assert driver.is_node_deleted(nodes[1].id) is False
-        # nova's orphan warning: dropped for the nodes left out on purpose, kept for others.
-        other = str(uuid.uuid4())
-        for node in (nodes[1].id, other):
-            nova_manager.LOG.warning(
-                "Found orphan compute node %(id)s hypervisor host is %(hh)s, nodes are "
-                "%(nodes)s. We are not deleting this as the driver says this node has not "
-                "been deleted.", {"id": 1, "hh": node, "nodes": set()})
-        warned = " ".join(r.getMessage() for r in caplog.records)
-        assert other in warned and nodes[1].id not in warned
-
-        # A node whose update failed is due again at the next periodic (nova would go over
-        # it again); after a failed periodic, every node that periodic was given.
-        nova_manager.LOG.exception("Error updating resources for node %(node)s.",
-                                   {"node": nodes[2].id})
-        assert periodic() == {nodes[2].id}
-        oslo_periodic_task.LOG.exception(
-            "Error during %(full_task_name)s",
-            {"full_task_name": "nova.compute.manager.ComputeManager.update_available_resource"})
-        assert periodic() == {nodes[2].id}
-        assert periodic() == set()
-        caplog.clear()  # a failed periodic that was given no node: nothing due again
-        caplog.set_level(logging.INFO, logger="rp_reporter.nova_compute.periodic")
-        oslo_periodic_task.LOG.exception(
-            "Error during %(full_task_name)s",
-            {"full_task_name": "nova.compute.manager.ComputeManager.update_available_resource"})
-        assert "due again" not in caplog.text
-        assert periodic() == set()
-        assert periodic() == every  # the eighth: a full pass
-    finally:
-        CONF.clear_override("full_pass_every", group="rp_reporter")
-        CONF.clear_override("host")
 
 
 def test_a_release_during_novas_refresh_is_not_undone_by_it(nova_config, monkeypatch):

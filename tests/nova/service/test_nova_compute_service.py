@@ -9,6 +9,7 @@ nodes to the real Placement through our ``update_provider_tree``.
 """
 
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -103,33 +104,43 @@ def test_nova_compute_loads_the_driver_and_reports_the_nodes_through_it(
         assert {"COMPUTE_NODE"} <= placement.provider(node)["traits"], node
 
 
+PERIODIC = re.compile(r"resource tracker periodic: (\d+) of (\d+) nodes \(due: (\d+) new here, "
+                      r"changed or touched since nova's last look, (\d+) not looked at")
+
+
 @pytest.mark.parametrize("nova_compute", [{"full_pass_every": 3}], indirect=True)
 def test_between_full_passes_the_periodic_goes_over_only_the_changed_node(
         nova_compute, ironic, placement):
-    """``full_pass_every = 3`` in a real nova-compute: its periodic goes over every node at
-    the start and every third time, and in between only a node that changed in Ironic;
-    the nodes left out keep their compute node records and draw no orphan warning."""
-    quiet, changed = ironic.create(), ironic.create()
+    """``full_pass_every = 3`` in a real nova-compute (``update_resources_interval`` 10 s):
+    between full passes its periodic goes over a node that changed in Ironic, a node nova
+    has not looked at for 25 s, or else the one it looked at least recently (never none:
+    a build takes the first node of the answer); the nodes left out keep their compute
+    node records and draw no orphan warning."""
+    quiet, changed = [ironic.create(), ironic.create()], ironic.create()
     log = nova_compute
     database = log.parent / "nova.db"
 
     def periodics():
-        return [line.split("resource tracker periodic: ", 1)[1]
-                for line in log.read_text().splitlines() if "resource tracker periodic: " in line]
-    wait_for(lambda: any(p.startswith("0 of 2 nodes") for p in periodics()), 120,
-             "a periodic with both nodes reported and nothing changed")
+        """(given, managed, due for a change, due for their age) of each partial line."""
+        return [tuple(int(n) for n in found.groups())
+                for found in map(PERIODIC.search, log.read_text().splitlines()) if found]
+
+    def inventory(node):
+        return (placement.provider(node) or {}).get("inventories", {}).get(
+            "CUSTOM_BAREMETAL_GOLD")
+    wait_for(lambda: all(inventory(n) for n in (*quiet, changed)), 120,
+             "the three nodes reported by nova-compute")
+    wait_for(lambda: any(p[1] == 3 and p[2:] == (0, 1) for p in periodics()), 60,
+             "a periodic going over a node for its age only, nothing changed")
     ironic.set_maintenance(changed, True)
+    seen = len(periodics())
     # No agent runs here: only nova's resource tracker, going over the changed node, can
     # reserve it in Placement.
-    wait_for(lambda: placement.provider(changed)["inventories"]["CUSTOM_BAREMETAL_GOLD"][1] == 1,
-             60, "the changed node reserved by nova's periodic")
-    assert placement.provider(quiet)["inventories"]["CUSTOM_BAREMETAL_GOLD"][1] == 0
-    assert any(p.startswith("1 of 2 nodes") for p in periodics()), periodics()
-    seen = len(periodics())
-    wait_for(lambda: any(p.startswith("every node, 2") for p in periodics()[seen:]), 60,
-             "the next full pass")
+    wait_for(lambda: inventory(changed)[1] == 1, 60, "the changed node reserved by nova")
+    assert all(inventory(n)[1] == 0 for n in quiet)
+    assert any(p[1] == 3 and p[2] == 1 for p in periodics()[seen:]), periodics()
     text = log.read_text()
     assert "Found orphan compute node" not in text and "Deleting orphan" not in text
     with sqlite3.connect(database) as db:
         records = db.execute("SELECT hypervisor_hostname FROM compute_nodes WHERE deleted = 0")
-        assert {row[0] for row in records} == {quiet, changed}
+        assert {row[0] for row in records} == {*quiet, changed}
