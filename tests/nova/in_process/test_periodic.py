@@ -256,12 +256,6 @@ class IronicDown(Exception):
         raise cls()
 
 
-HOOK = pytest.mark.xfail(
-    strict=True, reason="the driver's spawn and destroy are nova's behind the guard "
-    "(driver._guarded); the touch after them goes in its wrapper")
-
-
-@HOOK
 @pytest.mark.parametrize("operation", ["spawn", "destroy"])
 def test_a_node_the_driver_spawned_on_or_destroyed_on_is_due(service, operation,
                                                              monkeypatch):
