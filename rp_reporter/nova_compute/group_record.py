@@ -31,8 +31,11 @@ class GroupRecord:
 
     def _aggregate(self, ctxt, create=False):
         found = objects.AggregateList.get_by_metadata(ctxt, key=GROUP_KEY, value=self.group)
-        if found or not create:
-            return found[0] if found else None
+        if found:
+            # Read again whole: nova's search by metadata carries only the matching key.
+            return objects.Aggregate.get_by_id(ctxt, found[0].id)
+        if not create:
+            return None
         aggregate = objects.Aggregate(context=ctxt, name=NAME.format(group=self.group),
                                       metadata={GROUP_KEY: self.group})
         try:
