@@ -68,7 +68,7 @@ CLAIM_STATE = task_states.MIGRATING
 CLAIM_KEY = "rp_reporter_rehoming"
 # An earlier release's claim, a task state of its own: finished like a dead mover's.
 OLD_CLAIM = "rp-reporter-rehoming-"
-# A fenced service whose every server was refused (out of scope, an Ironic error) is
+# A fenced service whose every server was refused (out of this service's scope) is
 # looked at again after this long, or as soon as its record or the ring changes.
 RECHECK_REFUSED_S = 300
 # A test's hook, not an option: seconds between a move's instance step and its compute
@@ -182,7 +182,7 @@ class Rehoming:
     def _rehome_from(self, ctxt, host, hashring):
         """Move the fenced ``host``'s servers whose nodes ``hashring`` gives here;
         returns what was left: "nothing" (no server of it is to move here), "refused"
-        (every one was refused or failed its look-up) or "moving"."""
+        (every one was refused) or "moving" (moved, or to be tried again)."""
         me = CONF.host.lower()
         # Ironic names its nodes by uuid; another driver's hypervisor is none of ours.
         instances = [(i.node, i) for i in objects.InstanceList.get_by_host(ctxt, host)
@@ -195,10 +195,10 @@ class Rehoming:
                                      lambda node: me in hashring.get_nodes(node.encode()))
         if not due:
             return "nothing"
-        in_scope = [(node, instance) for node, (instance,) in due
-                    if self._in_scope(node, instance, host)]
-        if not in_scope:
-            return "refused"
+        scope = {node: self._in_scope(node, instance, host) for node, (instance,) in due}
+        in_scope = [(node, instance) for node, (instance,) in due if scope[node]]
+        if not in_scope:  # a failed look-up is tried again at the next round
+            return "moving" if None in scope.values() else "refused"
         self._force_down(ctxt, host)
         for node, instance in in_scope:
             try:
@@ -210,15 +210,15 @@ class Rehoming:
         return "moving"
 
     def _in_scope(self, node, instance, host):
-        """Whether this service may take ``node`` (read before anything is forced down);
-        a refusal or a failed look-up is logged and counted."""
+        """Whether this service may take ``node`` (read before anything is forced down),
+        None when Ironic's answer failed; a refusal or a failure is logged and counted."""
         try:
             reason = self._not_in_scope(node, instance)
         except Exception:  # noqa: BLE001 - one node's error; the others go on
             self._count("failed")
             LOG.exception("node %s: re-homing instance %s from %s failed; the next round "
                           "tries again", node, instance.uuid, host)
-            return False
+            return None
         if reason:
             self._count("refused")
             self.problems.replace(node, [f"not re-homed: {reason}"])

@@ -226,6 +226,23 @@ def test_only_a_member_of_the_group_in_scope_is_ever_forced_down(monkeypatch):
     assert record.movers == {"ours-dead": HOSTS[0]}
 
 
+def test_a_server_whose_node_ironic_failed_to_answer_is_tried_again_next_round(
+        monkeypatch):
+    """An Ironic error is no refusal: the next round reads the node again (a refused
+    service waits RECHECK_REFUSED_S)."""
+    node = str(uuid.uuid4())
+    instance = an_instance("compute-dead", node)
+    cell = Cell(monkeypatch, {HOSTS[0]: (False, 1), "compute-dead": (False, 3)},
+                {"compute-dead": [instance]})
+    lookup = NodeLookup({node: instance.uuid}, failing=[node])
+    job = rehoming_job({HOSTS[0]}, lookup, down=["compute-dead"])
+    job.run_once(nova_context.get_admin_context())
+    assert cell.moves == [] and job.counts == {"failed": 1}
+    lookup.failing.clear()
+    job.run_once(nova_context.get_admin_context())
+    assert ("instance", instance.uuid) in cell.moves
+
+
 def test_a_claim_left_by_a_mover_that_died_is_finished_by_the_next_owner(
         monkeypatch):
     """A mover that died after its claim: the server stays on the fenced service, in
