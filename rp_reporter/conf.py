@@ -23,6 +23,7 @@ from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 
+import rp_reporter
 from rp_reporter import log as rp_log
 
 CONF = cfg.CONF
@@ -273,7 +274,7 @@ def load(argv, conf=None):
     """Parse argv (``--config-file`` and friends) into a fresh ConfigOpts."""
     conf = conf or cfg.ConfigOpts()
     register_opts(conf)
-    conf(argv, project="rp_reporter")
+    conf(argv, project="rp_reporter", version=rp_reporter.__version__)
     return conf
 
 
