@@ -143,8 +143,9 @@ AGENT_OPTS = [
                     "default; empty disables it)."),
     cfg.IntOpt("workers", default=8, min=1,
                help="Concurrent per-node syncs of the agent's work queue."),
-    cfg.FloatOpt("retry_max", default=30.0, min=0.1,
-                 help="Longest backoff, in seconds, before a failed node sync is retried."),
+    cfg.FloatOpt("retry_backoff_max", default=30.0, min=0.1, deprecated_name="retry_max",
+                 help="Longest backoff, in seconds, before a failed node sync is retried "
+                      "(named as [placement] request_backoff_max)."),
 ]
 
 COORDINATION_OPTS = [

@@ -68,7 +68,7 @@ class Agent:
         self.leaving = threading.Event()  # renewals end: the last step of stopping
         self.queue = work_queue.WorkQueue(workers=conf.agent.workers,
                                           wanted=self.ownership.owns,
-                                          backoff_max=conf.agent.retry_max)
+                                          backoff_max=conf.agent.retry_backoff_max)
         # No write leaves this agent after its fencing deadline, nor for a node that
         # is no longer its own, however long a sync under way keeps retrying.  A node
         # the queue has gets its derived traits from the queue's fresher read, not
@@ -178,10 +178,11 @@ class Agent:
                 self.threads.recovered(started)
                 self.health.passed()
         # A pass that could not run (an outage, a refused permission, Keystone or
-        # the catalog misconfigured) is tried again within [agent] retry_max, so
+        # the catalog misconfigured) is tried again within [agent] retry_backoff_max, so
         # the agent recovers by itself soon after the cause is fixed.  A member
         # waits past its interval for the lister's slice, which wakes it.
-        wait = self.next_wait() if done else min(self.next_wait(), self.conf.agent.retry_max)
+        backoff_max = self.conf.agent.retry_backoff_max
+        wait = self.next_wait() if done else min(self.next_wait(), backoff_max)
         if done and self.sharing is not None and not self.sharing.is_lister():
             wait += self.sharing.wait_seconds()
         self.wait_supervising(wait)

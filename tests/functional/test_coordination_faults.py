@@ -45,7 +45,7 @@ def redis(stack, tmp_path):  # stack: redis-server is installed with it
 def start_agent(agents, redis, wait_healthy=True):
     return agents(coordination={"backend_url": redis.url, "lease": LEASE,
                                 "heartbeat": HEARTBEAT},
-                  agent={"retry_max": 1}, wait_healthy=wait_healthy)
+                  agent={"retry_backoff_max": 1}, wait_healthy=wait_healthy)
 
 
 def refuse(redis):

@@ -161,7 +161,7 @@ def test_the_agent_survives_refused_credentials_and_recovers_once_fixed(
     name = f"rp-late-{uuid.uuid4().hex[:8]}"
     creds = {**stack.credentials("rp-service"), "username": name, "password": "late-secret"}
     agent = agents(name="late", wait_healthy=False, placement=creds,
-                   agent={"retry_max": 2})
+                   agent={"retry_backoff_max": 2})
     wait_for(lambda: "[placement] Keystone refused the credentials" in agent.health()[1], 30,
              "/healthz naming [placement] and the cause")
     assert agent.health()[0] == 503 and agent.proc.poll() is None

@@ -10,8 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
+import logging
 import os
 
+import pytest
 from oslo_config import generator
 
 from rp_reporter import conf as rp_conf
@@ -54,3 +56,28 @@ def test_every_option_group_is_in_the_sample():
     groups = {group for group, _ in rp_conf.list_opts()}
     assert groups == {"DEFAULT", "ironic", "placement", "reconcile", "notifications", "agent",
                       "coordination", "ring", "traits", "tenancy", "nova"}
+
+
+# Every option renamed so far: (group, old name, new group, new name). The old name keeps
+# working, with a warning, for at least one release after the rename.
+RENAMED = [("agent", "retry_max", "agent", "retry_backoff_max")]
+
+
+@pytest.mark.parametrize(("old_group", "old_name", "group", "name"), RENAMED)
+def test_a_renamed_option_still_works_under_its_old_name(tmp_path, caplog, old_group,
+                                                         old_name, group, name):
+    path = tmp_path / "rp.conf"
+    path.write_text(f"[{old_group}]\n{old_name} = 7\n")
+    with caplog.at_level(logging.WARNING, logger="oslo_config.cfg"):
+        conf = rp_conf.load(["--config-file", str(path)])
+        assert getattr(conf[group], name) == 7
+    assert any(f'"{old_name}" from group "{old_group}" is deprecated' in r.getMessage()
+               for r in caplog.records), [r.getMessage() for r in caplog.records]
+
+
+@pytest.mark.parametrize(("old_group", "old_name", "group", "name"), RENAMED)
+def test_the_new_name_wins_over_the_old(tmp_path, old_group, old_name, group, name):
+    path = tmp_path / "rp.conf"
+    path.write_text(f"[{old_group}]\n{old_name} = 7\n[{group}]\n{name} = 9\n")
+    conf = rp_conf.load(["--config-file", str(path)])
+    assert getattr(conf[group], name) == 9

@@ -180,7 +180,7 @@ def agent(tmp_path):
         conf = tmp_path / "agent.conf"
         conf.write_text(
             "[DEFAULT]\nhost = logtest\n" + "".join(f"{k} = {v}\n" for k, v in default.items())
-            + f"[agent]\nmetrics_bind = 127.0.0.1:{port}\nretry_max = 1\n"
+            + f"[agent]\nmetrics_bind = 127.0.0.1:{port}\nretry_backoff_max = 1\n"
             f"[ironic]\nauth_type = none\nendpoint_override = {dead}\n"
             f"[placement]\nauth_type = admin_token\nendpoint = {dead}\ntoken = admin\n"
             "request_attempts = 1\n")
