@@ -65,7 +65,7 @@ class ReporterApp(app.App):
         parser.add_argument("--config-file", action="append", default=[], metavar="FILE",
                             help="rp_reporter configuration file (repeatable).")
         parser.add_argument("--config-dir", action="append", default=[], metavar="DIR",
-                            help="Directory of *.conf files (repeatable).")
+                            help="Directory whose .conf files are read (repeatable).")
         return parser
 
     @property
