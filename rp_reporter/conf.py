@@ -126,7 +126,10 @@ RECONCILE_OPTS = [
 NOTIFICATIONS_OPTS = [
     cfg.StrOpt("transport_url", secret=True,
                help="oslo.messaging transport URL of the bus Ironic sends its versioned "
-                    "notifications to (e.g. rabbit://user:pass@host:5672/). Unset: the "
+                    "notifications to (e.g. rabbit://user:pass@host:5672/), for this "
+                    "agent alone: it overrides [DEFAULT] transport_url, the bus as every "
+                    "service has it (with [oslo_messaging_rabbit] for quorum queues and "
+                    "TLS). Empty: no bus, whatever [DEFAULT] says. With neither set, the "
                     "agent runs the reconcile loop only."),
     cfg.StrOpt("topic", default="ironic_versioned_notifications",
                help="Ironic's [DEFAULT] versioned_notifications_topics."),
@@ -277,6 +280,26 @@ def load(argv, conf=None):
     register_opts(conf)
     conf(argv, project="rp_reporter", version=rp_reporter.__version__)
     return conf
+
+
+def bus_url(conf):
+    """The transport URL of the agent's bus (Ironic's notifications and the shared
+    listing): ``[notifications] transport_url``, else ``[DEFAULT] transport_url`` where
+    the configuration sets it; None: no bus.  Registers oslo.messaging's options on
+    ``conf`` first (only now: oslo.messaging is heavy), as a service does, so
+    ``[DEFAULT] transport_url`` and ``[oslo_messaging_rabbit]`` are read from its files."""
+    from oslo_messaging import opts as messaging_opts
+
+    for group, opts in messaging_opts.list_opts():
+        conf.register_opts(opts, group=group)
+    if conf.notifications.transport_url is not None:
+        return conf.notifications.transport_url or None
+    # oslo.messaging's default (rabbit:// on localhost) is no bus here: the bus is
+    # optional, so only a transport_url the configuration names is used.
+    unset = (cfg.Locations.opt_default, cfg.Locations.set_default)
+    if conf.get_location("transport_url").location in unset:
+        return None
+    return conf.transport_url or None
 
 
 def adapter(conf, group):

@@ -13,7 +13,7 @@
 """The lister's slices carried to the other members, and the agent's part in sharing.
 
 The slices travel as oslo.messaging RPC casts on the transport the agents already
-use for Ironic's notifications (``[notifications] transport_url``): each agent
+use for Ironic's notifications (``conf.bus_url``): each agent
 serves topic ``rp_reporter_listing.<group>`` as server ``<host>``, and the lister
 casts each member's pages to that member alone.  A cast needs no answer, and a
 page that never arrives leaves that member's slice incomplete: it then lists by
@@ -39,6 +39,7 @@ import time
 
 import oslo_messaging
 
+from rp_reporter import conf as rp_conf
 from rp_reporter import ring as rp_ring
 from rp_reporter.outage import Outage
 from rp_reporter.sync import ironic as ironic_sync
@@ -94,8 +95,7 @@ class RpcBus:
 
     def __init__(self, conf):
         _register_global_only_opts(conf)
-        self._transport = oslo_messaging.get_rpc_transport(
-            conf, url=conf.notifications.transport_url)
+        self._transport = oslo_messaging.get_rpc_transport(conf, url=rp_conf.bus_url(conf))
         self._topic = f"{TOPIC}.{conf.coordination.group}"
         self._host = conf.host
         # retry=0: each cast is tried once (oslo.messaging's default, None, retries for

@@ -36,6 +36,7 @@ import random
 import threading
 import time
 
+from rp_reporter import conf as rp_conf
 from rp_reporter import log as rp_log
 from rp_reporter import metrics as rp_metrics
 from rp_reporter import preflight
@@ -189,9 +190,9 @@ class Agent:
 
     # -- start and stop --------------------------------------------------------
     def start_listener(self):
-        if not self.conf.notifications.transport_url:
-            LOG.warning("no [notifications] transport_url: reconcile loop only, every %s s",
-                        self.conf.reconcile.interval)
+        if not rp_conf.bus_url(self.conf):
+            LOG.warning("no transport_url ([DEFAULT], or [notifications] for this agent): "
+                        "reconcile loop only, every %s s", self.conf.reconcile.interval)
             return
         from rp_reporter.sync import events  # only now: oslo.messaging is heavy
 

@@ -30,6 +30,8 @@ import uuid as uuidlib
 
 import oslo_messaging
 
+from rp_reporter import conf as rp_conf
+
 LOG = logging.getLogger(__name__)
 
 NODE_EVENTS = ("create", "update", "delete", "maintenance_set", "provision_set", "power_set")
@@ -93,8 +95,7 @@ class NotificationEndpoint:
 
 def listener(conf, endpoint):
     """A started notification listener in this agent's own pool."""
-    transport = oslo_messaging.get_notification_transport(
-        conf, url=conf.notifications.transport_url)
+    transport = oslo_messaging.get_notification_transport(conf, url=rp_conf.bus_url(conf))
     targets = [oslo_messaging.Target(topic=conf.notifications.topic,
                                      exchange=conf.notifications.exchange)]
     server = oslo_messaging.get_notification_listener(

@@ -12,11 +12,13 @@
 
 import logging
 import os
+import ssl
 
 import pytest
 from oslo_config import generator
 
 from rp_reporter import conf as rp_conf
+from rp_reporter import preflight
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLE = os.path.join(ROOT, "etc", "rp_reporter", "rp_reporter.conf.sample")
@@ -81,3 +83,51 @@ def test_the_new_name_wins_over_the_old(tmp_path, old_group, old_name, group, na
     path.write_text(f"[{old_group}]\n{old_name} = 7\n[{group}]\n{name} = 9\n")
     conf = rp_conf.load(["--config-file", str(path)])
     assert getattr(conf[group], name) == 9
+
+
+def _bus(tmp_path, text):
+    path = tmp_path / "rp.conf"
+    path.write_text(text)
+    conf = rp_conf.load(["--config-file", str(path)])
+    return rp_conf.bus_url(conf), conf
+
+
+def test_the_bus_is_the_default_transport_url_as_every_service_has_it(tmp_path):
+    url, conf = _bus(tmp_path, "[DEFAULT]\ntransport_url = rabbit://u:p@mq:5672/\n"
+                               "[oslo_messaging_rabbit]\nrabbit_quorum_queue = true\n"
+                               "use_queue_manager = true\nssl = true\n")
+    assert url == "rabbit://u:p@mq:5672/"
+    rabbit = conf.oslo_messaging_rabbit
+    assert rabbit.rabbit_quorum_queue and rabbit.use_queue_manager and rabbit.ssl
+
+
+def test_the_agents_own_transport_url_overrides_the_default(tmp_path):
+    url, _ = _bus(tmp_path, "[DEFAULT]\ntransport_url = rabbit://u:p@mq:5672/\n"
+                            "[notifications]\ntransport_url = rabbit://u:p@ironic-mq:5672/\n")
+    assert url == "rabbit://u:p@ironic-mq:5672/"
+
+
+def test_an_empty_transport_url_of_the_agent_means_no_bus(tmp_path):
+    url, _ = _bus(tmp_path, "[DEFAULT]\ntransport_url = rabbit://u:p@mq:5672/\n"
+                            "[notifications]\ntransport_url =\n")
+    assert url is None
+
+
+def test_oslo_messagings_own_default_is_no_bus(tmp_path):
+    url, conf = _bus(tmp_path, "[agent]\nworkers = 2\n")
+    assert url is None and conf.transport_url == "rabbit://"  # its default: localhost
+
+
+def test_the_check_reaches_the_broker_over_tls_as_the_agent_does(tmp_path):
+    _, conf = _bus(tmp_path, "[DEFAULT]\ntransport_url = rabbit://u:p@mq:5671/\n"
+                             "[oslo_messaging_rabbit]\nssl = true\nssl_ca_file = /etc/ca.pem\n")
+    assert preflight._ssl(conf) == {"ca_certs": "/etc/ca.pem", "cert_reqs": ssl.CERT_REQUIRED}
+    _, conf = _bus(tmp_path, "[DEFAULT]\ntransport_url = rabbit://u:p@mq:5672/\n")
+    assert preflight._ssl(conf) is False
+
+
+def test_the_default_transport_urls_secret_is_masked_in_dumps(tmp_path, caplog):
+    _, conf = _bus(tmp_path, "[DEFAULT]\ntransport_url = rabbit://u:s3cr3t@mq:5672/\n")
+    with caplog.at_level(logging.DEBUG):
+        conf.log_opt_values(logging.getLogger("dump"), logging.DEBUG)
+    assert "transport_url" in caplog.text and "s3cr3t" not in caplog.text
