@@ -103,6 +103,9 @@ def start(stack):
             f.write(keystone.authtoken(stack, NAME))
         if stack.nova == "cloud":
             f.write(CLEANING_TAKES_TIME)
+        if stack.rabbit_options:
+            f.write("[oslo_messaging_rabbit]\n" + "".join(
+                f"{key} = {value}\n" for key, value in stack.rabbit_options.items()))
     marker = os.path.join(conf_dir, "schema-created")
     if not os.path.exists(marker):
         subprocess.run([process.venv_bin("ironic-dbsync"), "--config-file", conf,
