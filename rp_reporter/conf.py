@@ -287,11 +287,22 @@ def bus_url(conf):
     listing): ``[notifications] transport_url``, else ``[DEFAULT] transport_url`` where
     the configuration sets it; None: no bus.  Registers oslo.messaging's options on
     ``conf`` first (only now: oslo.messaging is heavy), as a service does, so
-    ``[DEFAULT] transport_url`` and ``[oslo_messaging_rabbit]`` are read from its files."""
+    ``[DEFAULT] transport_url`` and ``[oslo_messaging_rabbit]`` are read from its files
+    (ValueError: they do not go together)."""
+    from oslo_concurrency import lockutils
+    from oslo_concurrency import opts as concurrency_opts
     from oslo_messaging import opts as messaging_opts
 
-    for group, opts in messaging_opts.list_opts():
+    for group, opts in [*messaging_opts.list_opts(), *concurrency_opts.list_opts()]:
         conf.register_opts(opts, group=group)
+    # oslo.messaging's queue manager names its queues under a lock of lockutils, which
+    # reads its own (global) configuration: [oslo_concurrency] lock_path is passed on.
+    if conf.oslo_concurrency.lock_path:
+        lockutils.CONF.set_override("lock_path", conf.oslo_concurrency.lock_path,
+                                    group="oslo_concurrency")
+    elif conf.oslo_messaging_rabbit.use_queue_manager:
+        raise ValueError("[oslo_messaging_rabbit] use_queue_manager needs [oslo_concurrency] "
+                         "lock_path (the queue manager counts its queues under a lock)")
     if conf.notifications.transport_url is not None:
         return conf.notifications.transport_url or None
     # oslo.messaging's default (rabbit:// on localhost) is no bus here: the bus is

@@ -52,6 +52,7 @@ def main(argv=None):
     try:
         conf = rp_conf.load(sys.argv[1:] if argv is None else argv)
         wiring.check(conf)
+        rp_conf.bus_url(conf)  # the bus's own options, checked before anything starts
         rules = rp_rules.load_rules(conf)
     except (cfg.Error, ValueError) as e:
         print(f"rp-reporter-agent: error: bad configuration: {e}", file=sys.stderr)

@@ -95,10 +95,18 @@ def _bus(tmp_path, text):
 def test_the_bus_is_the_default_transport_url_as_every_service_has_it(tmp_path):
     url, conf = _bus(tmp_path, "[DEFAULT]\ntransport_url = rabbit://u:p@mq:5672/\n"
                                "[oslo_messaging_rabbit]\nrabbit_quorum_queue = true\n"
-                               "use_queue_manager = true\nssl = true\n")
+                               "use_queue_manager = true\nssl = true\n"
+                               f"[oslo_concurrency]\nlock_path = {tmp_path}/locks\n")
     assert url == "rabbit://u:p@mq:5672/"
     rabbit = conf.oslo_messaging_rabbit
     assert rabbit.rabbit_quorum_queue and rabbit.use_queue_manager and rabbit.ssl
+
+
+def test_the_queue_manager_without_a_lock_path_is_refused_by_name(tmp_path):
+    with pytest.raises(ValueError, match=r"use_queue_manager needs \[oslo_concurrency\] "
+                                         "lock_path"):
+        _bus(tmp_path, "[DEFAULT]\ntransport_url = rabbit://u:p@mq:5672/\n"
+                       "[oslo_messaging_rabbit]\nuse_queue_manager = true\n")
 
 
 def test_the_agents_own_transport_url_overrides_the_default(tmp_path):

@@ -240,6 +240,7 @@ class LocalStack:
             del conf["notifications"]
             conf["DEFAULT"]["transport_url"] = self.transport_url
             conf["oslo_messaging_rabbit"] = dict(self.rabbit_options)
+            conf["oslo_concurrency"] = {"lock_path": os.path.join(self.workdir, "locks")}
         if self.coordination == "etcd":
             conf["coordination"] = {"backend_url": self.coordination_url}
         for section, values in sections.items():

@@ -39,3 +39,4 @@ def test_the_deployed_bus_is_named_as_every_service_names_it(tmp_path):
     rabbit = conf.oslo_messaging_rabbit
     assert rabbit.ssl and rabbit.ssl_ca_file.endswith("rabbitmq/ca.pem")
     assert rabbit.rabbit_quorum_queue and rabbit.use_queue_manager
+    assert conf.oslo_concurrency.lock_path == f"{stack.workdir}/locks"
