@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Configuration: every option rp_reporter reads, in one place.
 
 ``list_opts()`` feeds oslo-config-generator (``tox -e genconfig``), which
@@ -11,6 +23,7 @@ from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 
+import rp_reporter
 from rp_reporter import log as rp_log
 
 CONF = cfg.CONF
@@ -113,7 +126,10 @@ RECONCILE_OPTS = [
 NOTIFICATIONS_OPTS = [
     cfg.StrOpt("transport_url", secret=True,
                help="oslo.messaging transport URL of the bus Ironic sends its versioned "
-                    "notifications to (e.g. rabbit://user:pass@host:5672/). Unset: the "
+                    "notifications to (e.g. rabbit://user:pass@host:5672/), for this "
+                    "agent alone: it overrides [DEFAULT] transport_url, the bus as every "
+                    "service has it (with [oslo_messaging_rabbit] for quorum queues and "
+                    "TLS). Empty: no bus, whatever [DEFAULT] says. With neither set, the "
                     "agent runs the reconcile loop only."),
     cfg.StrOpt("topic", default="ironic_versioned_notifications",
                help="Ironic's [DEFAULT] versioned_notifications_topics."),
@@ -130,8 +146,9 @@ AGENT_OPTS = [
                     "default; empty disables it)."),
     cfg.IntOpt("workers", default=8, min=1,
                help="Concurrent per-node syncs of the agent's work queue."),
-    cfg.FloatOpt("retry_max", default=30.0, min=0.1,
-                 help="Longest backoff, in seconds, before a failed node sync is retried."),
+    cfg.FloatOpt("retry_backoff_max", default=30.0, min=0.1, deprecated_name="retry_max",
+                 help="Longest backoff, in seconds, before a failed node sync is retried "
+                      "(named as [placement] request_backoff_max)."),
 ]
 
 COORDINATION_OPTS = [
@@ -261,8 +278,39 @@ def load(argv, conf=None):
     """Parse argv (``--config-file`` and friends) into a fresh ConfigOpts."""
     conf = conf or cfg.ConfigOpts()
     register_opts(conf)
-    conf(argv, project="rp_reporter")
+    conf(argv, project="rp_reporter", version=rp_reporter.__version__)
     return conf
+
+
+def bus_url(conf):
+    """The transport URL of the agent's bus (Ironic's notifications and the shared
+    listing): ``[notifications] transport_url``, else ``[DEFAULT] transport_url`` where
+    the configuration sets it; None: no bus.  Registers oslo.messaging's options on
+    ``conf`` first (only now: oslo.messaging is heavy), as a service does, so
+    ``[DEFAULT] transport_url`` and ``[oslo_messaging_rabbit]`` are read from its files
+    (ValueError: they do not go together)."""
+    from oslo_concurrency import lockutils
+    from oslo_concurrency import opts as concurrency_opts
+    from oslo_messaging import opts as messaging_opts
+
+    for group, opts in [*messaging_opts.list_opts(), *concurrency_opts.list_opts()]:
+        conf.register_opts(opts, group=group)
+    # oslo.messaging's queue manager names its queues under a lock of lockutils, which
+    # reads its own (global) configuration: [oslo_concurrency] lock_path is passed on.
+    if conf.oslo_concurrency.lock_path:
+        lockutils.CONF.set_override("lock_path", conf.oslo_concurrency.lock_path,
+                                    group="oslo_concurrency")
+    elif conf.oslo_messaging_rabbit.use_queue_manager:
+        raise ValueError("[oslo_messaging_rabbit] use_queue_manager needs [oslo_concurrency] "
+                         "lock_path (the queue manager counts its queues under a lock)")
+    if conf.notifications.transport_url is not None:
+        return conf.notifications.transport_url or None
+    # oslo.messaging's default (rabbit:// on localhost) is no bus here: the bus is
+    # optional, so only a transport_url the configuration names is used.
+    unset = (cfg.Locations.opt_default, cfg.Locations.set_default)
+    if conf.get_location("transport_url").location in unset:
+        return None
+    return conf.transport_url or None
 
 
 def adapter(conf, group):

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Can this reporter do its whole job with these credentials?  One row a check.
 
 ``rp-reporter check`` prints the rows and exits 0 only when none failed; the
@@ -7,11 +19,13 @@ created and deleted; an empty reshape changes nothing).
 """
 
 import dataclasses
+import ssl
 import threading
 import uuid as uuidlib
 
 from keystoneauth1 import exceptions as ksa_exc
 
+from rp_reporter import conf as rp_conf
 from rp_reporter import errors
 from rp_reporter import membership
 from rp_reporter import wiring
@@ -131,11 +145,31 @@ def _scope_rows(conf, ironic, placement):
     return rows
 
 
+def _bus_option(conf):
+    """Which option named the agent's bus, as a row names it."""
+    return ("[notifications] transport_url" if conf.notifications.transport_url
+            else "[DEFAULT] transport_url")
+
+
+def _ssl(conf):
+    """kombu's ssl argument from [oslo_messaging_rabbit], as oslo.messaging's rabbit
+    driver builds it: False, True (the system's CAs), or the files to use."""
+    rabbit = conf.oslo_messaging_rabbit
+    if not rabbit.ssl:
+        return False
+    files = {"keyfile": rabbit.ssl_key_file, "certfile": rabbit.ssl_cert_file,
+             "ca_certs": rabbit.ssl_ca_file}
+    params = {name: path for name, path in files.items() if path}
+    if rabbit.ssl_ca_file:
+        params["cert_reqs"] = ssl.CERT_REQUIRED
+    return params or True
+
+
 def _transport_row(conf):
-    url = conf.notifications.transport_url
+    url = rp_conf.bus_url(conf)
     if not url:
-        return Row("notifications", WARN, "no [notifications] transport_url: the agent runs "
-                                          "the reconcile loop only (no fast path)")
+        return Row("notifications", WARN, "no transport_url ([DEFAULT], or [notifications]): "
+                                          "the agent runs the reconcile loop only (no fast path)")
 
     import kombu
     import oslo_messaging
@@ -146,7 +180,7 @@ def _transport_row(conf):
         connection = kombu.Connection(hostname=host.hostname, port=host.port,
                                       userid=host.username, password=host.password,
                                       virtual_host=parsed.virtual_host or "/",
-                                      connect_timeout=5)
+                                      connect_timeout=5, ssl=_ssl(conf))
         try:
             connection.ensure_connection(max_retries=1)
             return Row("notifications", OK, f"{host.hostname}:{host.port} answers")
@@ -154,7 +188,7 @@ def _transport_row(conf):
             failures.append(f"{host.hostname}:{host.port}: {e}")
         finally:
             connection.release()
-    return Row("notifications", FAIL, "[notifications] transport_url: no broker answers: "
+    return Row("notifications", FAIL, f"{_bus_option(conf)}: no broker answers: "
                + "; ".join(failures), errors.UNAVAILABLE)
 
 
@@ -195,7 +229,7 @@ def run(conf, listings=True):
     try:
         rows.append(_transport_row(conf))
     except Exception as e:  # noqa: BLE001 - a bad URL, an unknown driver
-        rows.append(Row("notifications", FAIL, f"[notifications] transport_url: {e}",
+        rows.append(Row("notifications", FAIL, f"{_bus_option(conf)}: {e}",
                         errors.MISCONFIGURED))
     rows.append(_coordination_row(conf))
     return rows

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """The house rules `tox -e pep8` keeps: small modules and functions in rp_reporter/, a
 short README, and documents that describe the product as it is (how they were made
 lives in git).  Prints each breach as file:line: what; exits 1 on any.
@@ -14,6 +26,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 80
 MAX_README_LINES = 150
+# The licence header every module opens with is not the module's own size.
+LICENCE_END = "# under the License.\n"
 # Words of a document's making: an issue's number, a commit, a run's number, a fix.
 MAKING = re.compile(r"\bissues? \d+|\brun \d+\b|\bruns? so far\b|\(fixed\)|\bfixed in\b"
                     r"|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
@@ -23,7 +37,8 @@ def code_breaches(root):
     for path in sorted((root / "rp_reporter").rglob("*.py")):
         text = path.read_text()
         name = path.relative_to(root)
-        lines = len(text.splitlines())
+        lines = len(text.partition(LICENCE_END)[2].lstrip("\n").splitlines() if LICENCE_END in text
+                    else text.splitlines())
         if lines > MAX_MODULE_LINES:
             yield f"{name}:1: {lines} lines (at most {MAX_MODULE_LINES}: split it by concern)"
         for node in ast.walk(ast.parse(text)):

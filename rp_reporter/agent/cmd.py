@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """``rp-reporter-agent``: configuration, logging and signals, then the agent runs.
 
 SIGTERM and SIGINT stop it gracefully (in-flight syncs finish, exit 0);
@@ -40,6 +52,7 @@ def main(argv=None):
     try:
         conf = rp_conf.load(sys.argv[1:] if argv is None else argv)
         wiring.check(conf)
+        rp_conf.bus_url(conf)  # the bus's own options, checked before anything starts
         rules = rp_rules.load_rules(conf)
     except (cfg.Error, ValueError) as e:
         print(f"rp-reporter-agent: error: bad configuration: {e}", file=sys.stderr)

@@ -1,7 +1,19 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """The lister's slices carried to the other members, and the agent's part in sharing.
 
 The slices travel as oslo.messaging RPC casts on the transport the agents already
-use for Ironic's notifications (``[notifications] transport_url``): each agent
+use for Ironic's notifications (``conf.bus_url``): each agent
 serves topic ``rp_reporter_listing.<group>`` as server ``<host>``, and the lister
 casts each member's pages to that member alone.  A cast needs no answer, and a
 page that never arrives leaves that member's slice incomplete: it then lists by
@@ -27,6 +39,7 @@ import time
 
 import oslo_messaging
 
+from rp_reporter import conf as rp_conf
 from rp_reporter import ring as rp_ring
 from rp_reporter.outage import Outage
 from rp_reporter.sync import ironic as ironic_sync
@@ -82,8 +95,7 @@ class RpcBus:
 
     def __init__(self, conf):
         _register_global_only_opts(conf)
-        self._transport = oslo_messaging.get_rpc_transport(
-            conf, url=conf.notifications.transport_url)
+        self._transport = oslo_messaging.get_rpc_transport(conf, url=rp_conf.bus_url(conf))
         self._topic = f"{TOPIC}.{conf.coordination.group}"
         self._host = conf.host
         # retry=0: each cast is tried once (oslo.messaging's default, None, retries for

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """The agent: builds its pieces, then runs its loop until it stops.
 
 Each piece has a module of its own, and gets what it calls through its
@@ -24,6 +36,7 @@ import random
 import threading
 import time
 
+from rp_reporter import conf as rp_conf
 from rp_reporter import log as rp_log
 from rp_reporter import metrics as rp_metrics
 from rp_reporter import preflight
@@ -56,7 +69,7 @@ class Agent:
         self.leaving = threading.Event()  # renewals end: the last step of stopping
         self.queue = work_queue.WorkQueue(workers=conf.agent.workers,
                                           wanted=self.ownership.owns,
-                                          backoff_max=conf.agent.retry_max)
+                                          backoff_max=conf.agent.retry_backoff_max)
         # No write leaves this agent after its fencing deadline, nor for a node that
         # is no longer its own, however long a sync under way keeps retrying.  A node
         # the queue has gets its derived traits from the queue's fresher read, not
@@ -166,19 +179,20 @@ class Agent:
                 self.threads.recovered(started)
                 self.health.passed()
         # A pass that could not run (an outage, a refused permission, Keystone or
-        # the catalog misconfigured) is tried again within [agent] retry_max, so
+        # the catalog misconfigured) is tried again within [agent] retry_backoff_max, so
         # the agent recovers by itself soon after the cause is fixed.  A member
         # waits past its interval for the lister's slice, which wakes it.
-        wait = self.next_wait() if done else min(self.next_wait(), self.conf.agent.retry_max)
+        backoff_max = self.conf.agent.retry_backoff_max
+        wait = self.next_wait() if done else min(self.next_wait(), backoff_max)
         if done and self.sharing is not None and not self.sharing.is_lister():
             wait += self.sharing.wait_seconds()
         self.wait_supervising(wait)
 
     # -- start and stop --------------------------------------------------------
     def start_listener(self):
-        if not self.conf.notifications.transport_url:
-            LOG.warning("no [notifications] transport_url: reconcile loop only, every %s s",
-                        self.conf.reconcile.interval)
+        if not rp_conf.bus_url(self.conf):
+            LOG.warning("no transport_url ([DEFAULT], or [notifications] for this agent): "
+                        "reconcile loop only, every %s s", self.conf.reconcile.interval)
             return
         from rp_reporter.sync import events  # only now: oslo.messaging is heavy
 

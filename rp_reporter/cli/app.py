@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """The ``rp-reporter`` cliff application and what every command shares."""
 
 import logging
@@ -7,6 +19,7 @@ from cliff import app
 from cliff import commandmanager
 from oslo_config import cfg
 
+import rp_reporter
 from rp_reporter import conf as rp_conf
 from rp_reporter import errors
 from rp_reporter import log as rp_log
@@ -25,7 +38,7 @@ class ReporterApp(app.App):
     def __init__(self):
         super().__init__(
             description="Keep Placement's resource providers in step with Ironic's nodes.",
-            version="0.1.0",
+            version=rp_reporter.__version__,
             command_manager=commandmanager.CommandManager("rp_reporter.cli"),
             deferred_help=True)
         self._conf = None
@@ -52,7 +65,7 @@ class ReporterApp(app.App):
         parser.add_argument("--config-file", action="append", default=[], metavar="FILE",
                             help="rp_reporter configuration file (repeatable).")
         parser.add_argument("--config-dir", action="append", default=[], metavar="DIR",
-                            help="Directory of *.conf files (repeatable).")
+                            help="Directory whose .conf files are read (repeatable).")
         return parser
 
     @property

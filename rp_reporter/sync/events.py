@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Ironic's versioned notifications -> which node to sync.
 
 Only ``.end`` events of the node changes that matter are taken; the payload is
@@ -17,6 +29,8 @@ import logging
 import uuid as uuidlib
 
 import oslo_messaging
+
+from rp_reporter import conf as rp_conf
 
 LOG = logging.getLogger(__name__)
 
@@ -81,8 +95,7 @@ class NotificationEndpoint:
 
 def listener(conf, endpoint):
     """A started notification listener in this agent's own pool."""
-    transport = oslo_messaging.get_notification_transport(
-        conf, url=conf.notifications.transport_url)
+    transport = oslo_messaging.get_notification_transport(conf, url=rp_conf.bus_url(conf))
     targets = [oslo_messaging.Target(topic=conf.notifications.topic,
                                      exchange=conf.notifications.exchange)]
     server = oslo_messaging.get_notification_listener(

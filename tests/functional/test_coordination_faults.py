@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """The agent outlives every way a coordination backend fails, as a real process
 on a real Redis of its own: refused connections (Redis stopped), timeouts (Redis
 frozen, so calls hang until the client's socket timeout), ``READONLY`` (Redis
@@ -33,7 +45,7 @@ def redis(stack, tmp_path):  # stack: redis-server is installed with it
 def start_agent(agents, redis, wait_healthy=True):
     return agents(coordination={"backend_url": redis.url, "lease": LEASE,
                                 "heartbeat": HEARTBEAT},
-                  agent={"retry_max": 1}, wait_healthy=wait_healthy)
+                  agent={"retry_backoff_max": 1}, wait_healthy=wait_healthy)
 
 
 def refuse(redis):

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Behind real Keystone: credentials that cannot see the nodes delete nothing, every
 misconfiguration is one line naming its section, and the agent survives them.
 
@@ -149,7 +161,7 @@ def test_the_agent_survives_refused_credentials_and_recovers_once_fixed(
     name = f"rp-late-{uuid.uuid4().hex[:8]}"
     creds = {**stack.credentials("rp-service"), "username": name, "password": "late-secret"}
     agent = agents(name="late", wait_healthy=False, placement=creds,
-                   agent={"retry_max": 2})
+                   agent={"retry_backoff_max": 2})
     wait_for(lambda: "[placement] Keystone refused the credentials" in agent.health()[1], 30,
              "/healthz naming [placement] and the cause")
     assert agent.health()[0] == 503 and agent.proc.poll() is None

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Logging (oslo.log) and systemd readiness: options, the sample, the journal's
 native protocol, and the agent as a real process (log file reopened on SIGHUP,
 JSON lines, READY=1 on $NOTIFY_SOCKET).  The agent needs no service for these:
@@ -168,7 +180,7 @@ def agent(tmp_path):
         conf = tmp_path / "agent.conf"
         conf.write_text(
             "[DEFAULT]\nhost = logtest\n" + "".join(f"{k} = {v}\n" for k, v in default.items())
-            + f"[agent]\nmetrics_bind = 127.0.0.1:{port}\nretry_max = 1\n"
+            + f"[agent]\nmetrics_bind = 127.0.0.1:{port}\nretry_backoff_max = 1\n"
             f"[ironic]\nauth_type = none\nendpoint_override = {dead}\n"
             f"[placement]\nauth_type = admin_token\nendpoint = {dead}\ntoken = admin\n"
             "request_attempts = 1\n")

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Fault soak: one agent through a compressed day and more of long outages.
 
     python -m tools.bench.fault_soak              # defaults below: about 15 minutes
@@ -43,7 +55,7 @@ from tools.wait import NotSeen
 from tools.wait import wait_for
 
 # Production defaults of what --compress divides: [reconcile] interval,
-# [agent] retry_max, [placement] request_backoff_max.
+# [agent] retry_backoff_max, [placement] request_backoff_max.
 INTERVAL, RETRY_MAX, REQUEST_BACKOFF_MAX = 600.0, 30.0, 4.0
 LEASE, HEARTBEAT = 10.0, 1.0
 OUTAGES = ("redis", "placement", "ironic", "rabbitmq")  # the stack's service names
@@ -64,7 +76,7 @@ class Agent:
                 placement={"request_attempts": 1,
                            "request_backoff_max": REQUEST_BACKOFF_MAX / compress},
                 agent={"metrics_bind": f"127.0.0.1:{self.port}",
-                       "retry_max": max(0.1, RETRY_MAX / compress)}))
+                       "retry_backoff_max": max(0.1, RETRY_MAX / compress)}))
         self.log_path = os.path.join(workdir, "agent.log")
         self.proc = None
 

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """Ironic (all-in-one ``ironic``, fake-hardware, ``rpc_transport = none``), the
 service the reporter reads: versioned notifications to RabbitMQ, noauth on the
 embedded profile, behind Keystone on the production one."""
@@ -91,6 +103,9 @@ def start(stack):
             f.write(keystone.authtoken(stack, NAME))
         if stack.nova == "cloud":
             f.write(CLEANING_TAKES_TIME)
+        if stack.rabbit_options:
+            f.write("[oslo_messaging_rabbit]\n" + "".join(
+                f"{key} = {value}\n" for key, value in stack.rabbit_options.items()))
     marker = os.path.join(conf_dir, "schema-created")
     if not os.path.exists(marker):
         subprocess.run([process.venv_bin("ironic-dbsync"), "--config-file", conf,

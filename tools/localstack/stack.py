@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """LocalStack: the services of one stack, composed from its shape.
 
 A shape gives each knob of KNOBS one of its choices; a profile (PROFILES) is a
@@ -32,7 +44,10 @@ from tools.localstack import redis
 KNOBS = {"database": ("sqlite", "mariadb"),
          "auth": ("noauth", "keystone"),
          "coordination": ("redis", "etcd"),
-         "nova": ("none", "cloud")}
+         "nova": ("none", "cloud"),
+         # tls-quorum: the bus as deployment tools set it for every service: RabbitMQ over
+         # TLS, quorum queues and oslo.messaging's queue manager, for Ironic and the agents.
+         "bus": ("plain", "tls-quorum")}
 # Named shapes: what each sets apart from the embedded profile.
 PROFILES = {
     "embedded": {},
@@ -141,7 +156,16 @@ class LocalStack:
 
     @property
     def transport_url(self):
-        return f"rabbit://guest:guest@127.0.0.1:{self.ports['rabbitmq']}/"
+        port = self.ports["rabbitmq_tls" if self.bus == "tls-quorum" else "rabbitmq"]
+        return f"rabbit://guest:guest@127.0.0.1:{port}/"
+
+    @property
+    def rabbit_options(self):
+        """[oslo_messaging_rabbit] of every client of the bus (empty: the defaults)."""
+        if self.bus != "tls-quorum":
+            return {}
+        return {"ssl": "true", "ssl_ca_file": rabbitmq.ca_file(self),
+                "rabbit_quorum_queue": "true", "use_queue_manager": "true"}
 
     @property
     def redis_url(self):
@@ -212,6 +236,11 @@ class LocalStack:
             # Every agent of the stack signs and checks the shared listing with it.
             "reconcile": {"shared_listing_keys": self.listing_key},
         }
+        if self.rabbit_options:  # the bus as every service has it: [DEFAULT] transport_url
+            del conf["notifications"]
+            conf["DEFAULT"]["transport_url"] = self.transport_url
+            conf["oslo_messaging_rabbit"] = dict(self.rabbit_options)
+            conf["oslo_concurrency"] = {"lock_path": os.path.join(self.workdir, "locks")}
         if self.coordination == "etcd":
             conf["coordination"] = {"backend_url": self.coordination_url}
         for section, values in sections.items():

@@ -1,3 +1,15 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
 """tools/house_check.py: the rules `tox -e pep8` keeps fail where they should."""
 
 from tools import house_check
@@ -21,6 +33,14 @@ def test_a_clean_house_passes(tmp_path):
 def test_a_module_over_400_lines_fails(tmp_path, capsys):
     assert house_check.main(tree(tmp_path, module_lines=401)) == 1
     assert "rp_reporter/mod.py:1: 401 lines" in capsys.readouterr().out
+
+
+def test_the_licence_header_does_not_count_as_the_modules_size(tmp_path):
+    root = tree(tmp_path, module_lines=400)
+    module = root / "rp_reporter" / "mod.py"
+    module.write_text("# Licensed under the Apache License, Version 2.0\n" + "#\n" * 9
+                      + house_check.LICENCE_END + "\n" + module.read_text())
+    assert house_check.main(root) == 0
 
 
 def test_a_function_over_80_lines_fails(tmp_path, capsys):
