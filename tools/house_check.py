@@ -49,6 +49,14 @@ def code_breaches(root):
                            f"{MAX_FUNCTION_LINES})")
 
 
+def licence_breaches(root):
+    """Every Python module of the project opens with the licence header."""
+    for tree in ("rp_reporter", "tests", "tools", "shims"):
+        for path in sorted((root / tree).rglob("*.py")):
+            if LICENCE_END not in path.read_text():
+                yield f"{path.relative_to(root)}:1: no licence header (the Apache-2.0 one)"
+
+
 def document_breaches(root):
     for path in [root / "README.md", *sorted((root / "doc").glob("*.md"))]:
         name = str(path.relative_to(root))
@@ -61,7 +69,7 @@ def document_breaches(root):
 
 
 def main(root=ROOT):
-    breaches = [*code_breaches(root), *document_breaches(root)]
+    breaches = [*code_breaches(root), *licence_breaches(root), *document_breaches(root)]
     for breach in breaches:
         print(breach)
     return 1 if breaches else 0

@@ -14,12 +14,15 @@
 
 from tools import house_check
 
+HEADER = "# Licensed under the Apache License, Version 2.0\n" + house_check.LICENCE_END + "\n"
 
-def tree(tmp_path, module_lines=10, function_lines=5, readme="# x\n", doc="How it works.\n"):
+
+def tree(tmp_path, module_lines=10, function_lines=5, readme="# x\n", doc="How it works.\n",
+         header=HEADER):
     (tmp_path / "rp_reporter").mkdir()
     body = "".join(f"    x = {i}\n" for i in range(function_lines - 1))
     code = f"def f():\n{body}" + "".join(f"# {i}\n" for i in range(module_lines - function_lines))
-    (tmp_path / "rp_reporter" / "mod.py").write_text(code)
+    (tmp_path / "rp_reporter" / "mod.py").write_text(header + code)
     (tmp_path / "doc").mkdir()
     (tmp_path / "doc" / "guide.md").write_text(doc)
     (tmp_path / "README.md").write_text(readme)
@@ -35,8 +38,17 @@ def test_a_module_over_400_lines_fails(tmp_path, capsys):
     assert "rp_reporter/mod.py:1: 401 lines" in capsys.readouterr().out
 
 
+def test_a_module_without_the_licence_header_fails(tmp_path, capsys):
+    root = tree(tmp_path, header="")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_x.py").write_text(HEADER)
+    assert house_check.main(root) == 1
+    assert capsys.readouterr().out == ("rp_reporter/mod.py:1: no licence header (the "
+                                       "Apache-2.0 one)\n")
+
+
 def test_the_licence_header_does_not_count_as_the_modules_size(tmp_path):
-    root = tree(tmp_path, module_lines=400)
+    root = tree(tmp_path, module_lines=400, header="")
     module = root / "rp_reporter" / "mod.py"
     module.write_text("# Licensed under the Apache License, Version 2.0\n" + "#\n" * 9
                       + house_check.LICENCE_END + "\n" + module.read_text())
