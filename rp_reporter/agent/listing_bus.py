@@ -30,7 +30,6 @@ list by themselves), never the lister's pass.
 
 import collections
 import functools
-import importlib
 import itertools
 import logging
 import queue
@@ -39,19 +38,14 @@ import time
 
 import oslo_messaging
 
-from rp_reporter import conf as rp_conf
 from rp_reporter import ring as rp_ring
+from rp_reporter.agent import rpc_bus
 from rp_reporter.outage import Outage
 from rp_reporter.sync import ironic as ironic_sync
 from rp_reporter.sync import listing_messages
 from rp_reporter.sync import shared_listing
 
 LOG = logging.getLogger("rp_reporter.agent")
-TOPIC = "rp_reporter_listing"
-EXCHANGE = "rp_reporter"
-# 2.0: one signed ``message`` per cast (listing_messages); 1.0's bare arguments are gone.
-VERSION = "2.0"
-NAMESPACE = "rp_reporter.listing"
 # Casts waiting for the sender thread; past this the pass drops the rest of its slices.
 SEND_QUEUE = 64
 # The listings whose failed members the sender remembers (older ones are over).
@@ -62,7 +56,7 @@ KINDS = {"page": listing_messages.Page, "end": listing_messages.End}
 class _Endpoint:
     """Takes any arguments: a cast with missing or odd ones is the receiver's to drop,
     not a TypeError in oslo.messaging's dispatcher."""
-    target = oslo_messaging.Target(namespace=NAMESPACE, version=VERSION)
+    target = oslo_messaging.Target(namespace=rpc_bus.NAMESPACE, version=rpc_bus.VERSION)
 
     def __init__(self, sharing):
         self._sharing = sharing
@@ -72,58 +66,6 @@ class _Endpoint:
 
     def listing_end(self, ctxt, **kwargs):
         self._sharing.received("end", kwargs.get("message"))
-
-
-# oslo.messaging 18's RPC client and server read these groups from the transport's
-# configuration, but the library registers them on its global one only: on the agent's
-# own ConfigOpts every cast failed ("no such option oslo_messaging_tracing").
-GLOBAL_ONLY_GROUPS = {"oslo_messaging_metrics": "oslo_messaging._metrics.client",
-                      "oslo_messaging_tracing": "oslo_messaging._tracing.client"}
-
-
-def _register_global_only_opts(conf):
-    for group, module in GLOBAL_ONLY_GROUPS.items():
-        try:
-            opts = getattr(importlib.import_module(module), group)
-        except (ImportError, AttributeError):  # a release without it reads no such group
-            continue
-        conf.register_opts(opts, group=group)
-
-
-class RpcBus:
-    """Casts to one member, and serves this one: oslo.messaging RPC."""
-
-    def __init__(self, conf):
-        _register_global_only_opts(conf)
-        self._transport = oslo_messaging.get_rpc_transport(conf, url=rp_conf.bus_url(conf))
-        self._topic = f"{TOPIC}.{conf.coordination.group}"
-        self._host = conf.host
-        # retry=0: each cast is tried once (oslo.messaging's default, None, retries for
-        # ever, which held the lister's pass through a broker outage).
-        self._client = oslo_messaging.get_rpc_client(
-            self._transport, oslo_messaging.Target(topic=self._topic, exchange=EXCHANGE,
-                                                   namespace=NAMESPACE, version=VERSION),
-            retry=0)
-        self._server = None
-
-    def serve(self, endpoint):
-        target = oslo_messaging.Target(topic=self._topic, server=self._host, exchange=EXCHANGE)
-        self._server = oslo_messaging.get_rpc_server(self._transport, target, [endpoint],
-                                                     executor="threading")
-        self._server.start()
-
-    def cast(self, member, method, **kwargs):
-        self._client.prepare(server=member).cast({}, method, **kwargs)
-
-    def stop(self):
-        """Stop receiving (returns once the server's poll has; ``wait`` then lets what
-        was received finish)."""
-        if self._server is not None:
-            self._server.stop()
-
-    def wait(self):
-        if self._server is not None:
-            self._server.wait()
 
 
 @functools.lru_cache(maxsize=8)
@@ -208,7 +150,7 @@ class Sharing:
         self.ownership = ownership
         self._extra_fields = extra_fields  # () -> the node fields the pass lists beyond the model's
         self._keys = list(conf.reconcile.shared_listing_keys)
-        self._bus = bus or RpcBus(conf)
+        self._bus = bus or rpc_bus.RpcBus(conf)
         self._arrived = arrived
         self._dropped = dropped
         self._deployment = deployment  # the state file's identity hash

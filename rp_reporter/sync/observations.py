@@ -30,7 +30,9 @@ afresh, which costs time, never a wrong write.
 """
 
 import collections.abc
+import dataclasses
 import sys
+import threading
 import uuid as uuidlib
 
 from rp_reporter import model
@@ -134,3 +136,40 @@ def load(document, share=None):
     except (AttributeError, KeyError, IndexError, TypeError) as e:
         raise ValueError(f"malformed observations: {type(e).__name__}: {e}") from None
     return entries, pass_number
+
+
+class Interned:
+    """One object for each of the few distinct inventories and trait sets a fleet
+    has, so a cache of 100,000 providers holds references, not copies."""
+
+    LIMIT = 10_000  # distinct values kept; beyond that, values are not shared
+
+    def __init__(self):
+        self._values = {}
+        self._lock = threading.Lock()
+
+    def _one(self, key, value):
+        with self._lock:
+            if len(self._values) >= self.LIMIT:
+                return self._values.get(key, value)
+            return self._values.setdefault(key, value)
+
+    def inventories(self, inventories):
+        try:
+            key = tuple(sorted((rc, tuple(sorted(inv.items())))
+                               for rc, inv in inventories.items()))
+        except TypeError:  # a field this version does not know, and not hashable
+            return inventories
+        return self._one(("inventories", key), inventories)
+
+    def traits(self, traits):
+        return self._one(("traits", traits), traits)
+
+    def aggregates(self, aggregates):
+        return aggregates if aggregates is None else self._one(("aggregates", aggregates),
+                                                               aggregates)
+
+    def observed(self, observed):
+        return dataclasses.replace(observed, inventories=self.inventories(observed.inventories),
+                                   traits=self.traits(observed.traits),
+                                   aggregates=self.aggregates(observed.aggregates))

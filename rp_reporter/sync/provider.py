@@ -74,43 +74,6 @@ def _outcome(ops, desired):
     return Outcome.UPDATED
 
 
-class _Interned:
-    """One object for each of the few distinct inventories and trait sets a fleet
-    has, so a cache of 100,000 providers holds references, not copies."""
-
-    LIMIT = 10_000  # distinct values kept; beyond that, values are not shared
-
-    def __init__(self):
-        self._values = {}
-        self._lock = threading.Lock()
-
-    def _one(self, key, value):
-        with self._lock:
-            if len(self._values) >= self.LIMIT:
-                return self._values.get(key, value)
-            return self._values.setdefault(key, value)
-
-    def inventories(self, inventories):
-        try:
-            key = tuple(sorted((rc, tuple(sorted(inv.items())))
-                               for rc, inv in inventories.items()))
-        except TypeError:  # a field this version does not know, and not hashable
-            return inventories
-        return self._one(("inventories", key), inventories)
-
-    def traits(self, traits):
-        return self._one(("traits", traits), traits)
-
-    def aggregates(self, aggregates):
-        return aggregates if aggregates is None else self._one(("aggregates", aggregates),
-                                                               aggregates)
-
-    def observed(self, observed):
-        return dataclasses.replace(observed, inventories=self.inventories(observed.inventories),
-                                   traits=self.traits(observed.traits),
-                                   aggregates=self.aggregates(observed.aggregates))
-
-
 def unchanged(desired):
     """The Result for a node whose provider, as the cache proves, already holds ``desired``."""
     return Result(desired.uuid, _outcome((), desired), reason=desired.problem)
@@ -142,7 +105,7 @@ class ProviderSync:
         # errors.Fenced once the node is no longer its own (a ring change mid-sync).
         self.owner_guard = owner_guard or (lambda uuid: None)
         self._cache = {}
-        self._interned = _Interned()
+        self._interned = observations.Interned()
         self._lock = threading.Lock()
 
     def start_pass(self):

@@ -29,6 +29,7 @@ from rp_reporter import ring as rp_ring
 from rp_reporter import state as rp_state
 from rp_reporter import wiring
 from rp_reporter.agent import listing_bus
+from rp_reporter.agent import rpc_bus
 from rp_reporter.sync import listing_messages as lm
 from rp_reporter.sync import shared_listing
 from tests.functional.agents import AgentProcess
@@ -82,7 +83,7 @@ def dropped(agent):
 
 def outsider(agent):
     """A client on the agents' vhost and topic, as any service there could make one."""
-    return listing_bus.RpcBus(rp_conf.load(["--config-file", str(agent.conf)]))
+    return rpc_bus.RpcBus(rp_conf.load(["--config-file", str(agent.conf)]))
 
 
 def ring_context(member):
