@@ -21,6 +21,7 @@ stderr and exit 2.
 """
 
 import logging
+import os
 import signal
 import sys
 import threading
@@ -48,6 +49,18 @@ def reload(agent):
     threading.Thread(target=run, name="reload", daemon=True).start()
 
 
+def lead_a_process_group():
+    """oslo.messaging's queue manager names each queue after the process group's leader
+    (it reads ``/proc/<pgrp>/stat``): an agent whose group's leader has exited (started
+    by a script that ended) failed its first listener with FileNotFoundError.  Such an
+    agent leads a group of its own; under systemd (a session of its own) or a live
+    shell nothing changes."""
+    if not os.path.exists(f"/proc/{os.getpgrp()}"):
+        os.setpgrp()
+        LOG.info("process group %d has no leader any more: this agent leads its own (the "
+                 "bus's queue manager names queues after it)", os.getpgrp())
+
+
 def main(argv=None):
     try:
         conf = rp_conf.load(sys.argv[1:] if argv is None else argv)
@@ -63,6 +76,8 @@ def main(argv=None):
         print(f"rp-reporter-agent: error: bad logging configuration: {e}", file=sys.stderr)
         return 2
     conf.log_opt_values(LOG, logging.DEBUG)  # oslo.config masks every secret option
+    if conf.oslo_messaging_rabbit.use_queue_manager:
+        lead_a_process_group()
     agent = service.Agent(conf, rules)
     if rules is not None:
         LOG.info("derived traits kept in step by the rules of %s", conf.traits.rules_file)
