@@ -44,8 +44,8 @@ def _guarded(name, instance_at):
         instance = kwargs["instance"] if "instance" in kwargs else args[instance_at]
         if getattr(self, "_rehoming", None) is not None:  # nova's tests may skip __init__
             guard.check(instance, name, self._metrics)
-        try:  # nova's, looked up at the call (as a subclass's super() call would)
-            return getattr(ironic_driver.IronicDriver, name)(self, *args, **kwargs)
+        try:
+            return novas(self, *args, **kwargs)
         finally:
             self._operated(name, instance)
     # nova's own signature, for nova's check of a driver's public API against

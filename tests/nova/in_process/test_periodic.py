@@ -26,7 +26,6 @@ import pytest
 from nova import context as nova_context
 from nova import objects
 from nova.compute import manager as nova_manager
-from nova.virt.ironic import driver as nova_driver
 from openstack.baremetal.v1 import node as sdk_node
 from oslo_service import periodic_task as oslo_periodic_task
 
@@ -163,8 +162,9 @@ def test_every_node_is_due_once_nova_has_not_looked_at_it_for_n_intervals(servic
 
 
 def test_a_node_the_driver_cleaned_up_after_a_failed_spawn_is_due(service, monkeypatch):
-    monkeypatch.setattr(nova_driver.IronicDriver, "failed_spawn_cleanup",
-                        lambda self, instance: None)
+    # nova's failed_spawn_cleanup reads the node and cleans up what the deploy left.
+    monkeypatch.setattr(service.driver, "_validate_instance_and_node", lambda instance: None)
+    monkeypatch.setattr(service.driver, "_cleanup_deploy", lambda node, instance: None)
     service.periodic()
     quiet = service.periodic()
     (node,) = quiet  # the node looked at most recently: not the next quiet periodic's
