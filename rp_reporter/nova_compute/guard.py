@@ -69,7 +69,7 @@ class DestroyRefused(Refused, exception.InstancePowerOffFailure):
 
 def where(instance):
     """(where nova homes ``instance`` now, whether this service is forced down), or
-    None when it was deleted meanwhile (nova's own handling applies)."""
+    None when nova no longer has it (deleted meanwhile)."""
     ctxt = nova_context.get_admin_context()
     try:
         homed_on = objects.Instance.get_by_uuid(ctxt, instance.uuid, expected_attrs=[]).host
@@ -124,10 +124,10 @@ def _guarded_request(name, handler, membership, metrics):
 
 def moved_away(instance, membership):
     """Why ``instance`` is no longer this service's (moved away, or deleted by its new
-    home), or None.  Read once this service is
-    a live member again (at most a lease), and once a forced-down flag on it is gone (a
-    mover's: it clears at the next renewal; an operator's may stay, and a service that
-    nova takes requests for acts on its servers as it does with nova's own driver)."""
+    home), or None.  Read once this service is a live member again (at most a lease),
+    and once a forced-down flag on it is gone (a mover's: it clears at the next renewal;
+    an operator's may stay, and a service that nova takes requests for acts on its
+    servers as it does with nova's own driver)."""
     deadline = time.monotonic() + membership.lease
     while membership.fenced and time.monotonic() < deadline:
         time.sleep(0.2)

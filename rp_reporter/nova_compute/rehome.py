@@ -216,10 +216,15 @@ class Rehoming:
             try:
                 self._move(ctxt, node, instance, host)
             except Exception:  # noqa: BLE001 - one node's error; the others go on
-                self._count("failed")
-                LOG.exception("node %s: re-homing instance %s from %s failed; the next "
-                              "round tries again", node, instance.uuid, host)
+                self._failed(node, instance, host)
         return "moving"
+
+    def _failed(self, node, instance, host):
+        """One node's move failed (logged with its traceback); the next round tries it
+        again."""
+        self._count("failed")
+        LOG.exception("node %s: re-homing instance %s from %s failed; the next round "
+                      "tries again", node, instance.uuid, host)
 
     def _in_scope(self, node, instance, host):
         """Whether this service may take ``node`` (read before anything is forced down),
@@ -227,9 +232,7 @@ class Rehoming:
         try:
             reason = self._not_in_scope(node, instance)
         except Exception:  # noqa: BLE001 - one node's error; the others go on
-            self._count("failed")
-            LOG.exception("node %s: re-homing instance %s from %s failed; the next round "
-                          "tries again", node, instance.uuid, host)
+            self._failed(node, instance, host)
             return None
         if reason:
             self._count("refused")
