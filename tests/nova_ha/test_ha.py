@@ -380,20 +380,28 @@ class Flushing:
     the members' views of the group differ and a lock held may be gone."""
 
     def __init__(self, stack, after, every):
-        self.count, self._stopped = 0, threading.Event()
+        self.count, self.errors, self._stopped = 0, [], threading.Event()
 
         def run():
             self._stopped.wait(after)
             while not self._stopped.is_set():
-                etcd.flush(stack)
-                self.count += 1
+                try:
+                    etcd.flush(stack)
+                    self.count += 1
+                except OSError as e:  # a slow backend under a whole run's load: try again
+                    self.errors.append(repr(e))
                 self._stopped.wait(every)
         self._thread = threading.Thread(target=run, name="flushing", daemon=True)
         self._thread.start()
 
-    def stop(self):
+    def stop(self, at_least):
+        """Stop once ``at_least`` flushes were made (the story needs them, however fast
+        the moves were); returns how many."""
+        wait_for(lambda: self.count >= at_least or len(self.errors) > 10, 60,
+                 f"{at_least} flushes of the backend")
         self._stopped.set()
         self._thread.join()
+        assert self.count >= at_least, (self.count, self.errors)
         return self.count
 
 
@@ -460,8 +468,10 @@ def pause_and_resume(cloud, made, servers):
         moved_at = utc_now()
         mark = pathlib.Path(cloud.stack.workdir, "ironic.log").stat().st_size
     finally:
-        flushes = flushing.stop()
-        service.signal(signal.SIGCONT)
+        try:
+            flushes = flushing.stop(at_least=3)
+        finally:
+            service.signal(signal.SIGCONT)
     resumed_at = time.time()
     resumed_log = len(made.since(victim))
     wait_for(lambda: ha.ring_logged(made, victim, resumed_at), ha.LEASE + 3 * ha.PERIODIC,
