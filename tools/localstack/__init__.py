@@ -49,13 +49,13 @@ from tools.localstack.keystone import ADMIN_PASSWORD
 from tools.localstack.keystone import IDENTITIES
 from tools.localstack.keystone import REGION
 from tools.localstack.keystone import TOKEN_EXPIRATION
-from tools.localstack.process import STACK_VENV
 from tools.localstack.process import Service
 from tools.localstack.process import exit_on_sigterm
 from tools.localstack.process import free_port
 from tools.localstack.process import log
 from tools.localstack.process import port_open
 from tools.localstack.process import terminate
+from tools.localstack.releases import RELEASES
 from tools.localstack.stack import KNOBS
 from tools.localstack.stack import PRODUCTION
 from tools.localstack.stack import PROFILES
@@ -63,5 +63,5 @@ from tools.localstack.stack import LocalStack
 from tools.localstack.stack import install
 
 __all__ = ["ADMIN_PASSWORD", "IDENTITIES", "KNOBS", "PRODUCTION", "PROFILES", "REGION",
-           "STACK_VENV", "TOKEN_EXPIRATION", "LocalStack", "Service", "exit_on_sigterm",
+           "RELEASES", "TOKEN_EXPIRATION", "LocalStack", "Service", "exit_on_sigterm",
            "free_port", "install", "log", "port_open", "terminate"]

@@ -14,6 +14,7 @@
 
     python -m tools.localstack up [--profile production|nova-cloud] [--database ...] [--dir DIR]
     python -m tools.localstack install [--profile production|nova-cloud]
+    (either with --release 2025.1, 2025.2, 2026.1 or 2026.2: default the newest)
 
 ``up`` starts a stack, prints a ready rp_reporter config file and the services'
 addresses as JSON, and waits for ^C (or SIGTERM), then stops it.
@@ -27,6 +28,7 @@ import signal
 import sys
 
 from tools import localstack
+from tools.localstack import releases
 
 
 def main(argv=None):
@@ -39,7 +41,12 @@ def main(argv=None):
                              "Glance, Neutron and nova's controllers (the knobs below override)")
     for knob, choices in localstack.KNOBS.items():
         parser.add_argument(f"--{knob}", choices=list(choices))
+    parser.add_argument("--release", choices=list(localstack.RELEASES),
+                        help="the OpenStack release the services are of (default: "
+                             "$RP_OPENSTACK_RELEASE, else the newest)")
     args = parser.parse_args(argv)
+    if args.release:
+        os.environ[releases.ENV] = args.release
     shape = dict(localstack.PROFILES[args.profile])
     shape.update({k: getattr(args, k) for k in localstack.KNOBS if getattr(args, k)})
     localstack.install(**shape)

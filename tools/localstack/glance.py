@@ -24,7 +24,7 @@ from tools.localstack import process
 
 NAME = "glance"
 CATALOG = ("image", "glance", "")
-VENV_PACKAGES = ("glance==33.0.0",)
+VENV_PACKAGES = ("glance",)  # at the release's version (releases.pins)
 IMAGE_NAME = "rp-tiny-raw"
 
 GLANCE_CONF = """\
@@ -60,7 +60,7 @@ def start(stack):
     conf = os.path.join(conf_dir, "glance-api.conf")
     fresh = not os.path.exists(conf)
     if fresh:
-        shutil.copy(os.path.join(process.STACK_VENV, "etc", "glance", "glance-api-paste.ini"),
+        shutil.copy(os.path.join(process.stack_venv(), "etc", "glance", "glance-api-paste.ini"),
                     conf_dir)
         with open(conf, "w") as f:
             f.write(GLANCE_CONF.format(dir=conf_dir, url=stack.url(NAME),

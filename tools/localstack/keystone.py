@@ -22,7 +22,7 @@ from tools import clients
 from tools.localstack import process
 
 NAME = "keystone"
-VENV_PACKAGES = ("keystone==30.0.0",)
+VENV_PACKAGES = ("keystone",)  # at the release's version (releases.pins)
 REGION = "RegionOne"
 # Token lifetime, seconds: short, so a test can see a token expire under a running
 # agent, yet over 120: keystoneauth renews a token with under 120 s left, so at 120

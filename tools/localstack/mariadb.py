@@ -22,7 +22,7 @@ from tools.localstack import process
 NAME = "mariadb"
 DEBS = (("mariadb-server", "/usr/sbin/mariadbd"),)
 # The services' MySQL driver, in the stack's virtualenv.
-VENV_PACKAGES = ("PyMySQL==1.2.4",)
+VENV_PACKAGES = ("PyMySQL",)  # at the release's version (releases.pins)
 # Every database a stack can keep here, a user each (nova's three are nova's own:
 # its API database, its cell1 and cell0).
 DATABASES = ("keystone", "placement", "ironic", "glance", "neutron", "nova_api", "nova",

@@ -23,11 +23,16 @@ import subprocess
 
 from tools.localstack import keystone
 from tools.localstack import process
+from tools.localstack import releases
 
 NAME = "neutron"
 CATALOG = ("network", "neutron", "")
-VENV = os.path.join(os.path.dirname(process.STACK_VENV), "neutron-venv")
-PACKAGES = ("neutron==29.0.0", "gunicorn==27.0.1", "PyMySQL==1.2.4")
+
+
+def venv():
+    """neutron's own virtualenv, of the current release."""
+    return os.path.join(os.path.dirname(process.stack_venv()),
+                        f"neutron-venv{releases.venv_suffix()}")
 
 NEUTRON_CONF = """\
 [DEFAULT]
@@ -54,20 +59,21 @@ lock_path = {dir}/locks
 
 
 def bin_path(name):
-    return os.path.join(VENV, "bin", name)
+    return os.path.join(venv(), "bin", name)
 
 
 def install():
     """neutron into its own virtualenv, when it is not there yet."""
     if not os.path.exists(bin_path("neutron-db-manage")):
-        process.venv_install(VENV, PACKAGES, create=True)
+        process.venv_install(venv(), releases.pins("neutron", "gunicorn", "PyMySQL"),
+                              create=True)
 
 
 def start(stack):
     conf_dir = stack.service_dir(NAME)
     conf = os.path.join(conf_dir, "neutron.conf")
     if not os.path.exists(conf):
-        shutil.copy(os.path.join(VENV, "etc", "neutron", "api-paste.ini"), conf_dir)
+        shutil.copy(os.path.join(venv(), "etc", "neutron", "api-paste.ini"), conf_dir)
         with open(conf, "w") as f:
             f.write(NEUTRON_CONF.format(dir=conf_dir, db=stack.database_url(NAME)))
             f.write(keystone.authtoken(stack, NAME))

@@ -37,7 +37,7 @@ CATALOG = ("compute", "nova", "/v2.1")
 # nova's [ironic] credentials must be system-scoped (Ironic 39 shows a project-scoped
 # admin no nodes); its writes to nodes (instance_uuid, provisioning) want admin.
 EXTRA_ROLES = (("system", "admin"),)
-VENV_PACKAGES = ("nova==34.0.0",)
+VENV_PACKAGES = ("nova",)  # at the release's version (releases.pins)
 # The drivers a compute service can run, by what the topologies call them.
 DRIVERS = {"stock": "ironic.IronicDriver", "rp_reporter": "rp_reporter.IronicDriver"}
 # Where nova-compute comes from: this Python's environment (rp_reporter[nova]).
@@ -136,7 +136,7 @@ def start(stack):
         sections = controller_sections(stack)
         sections["keystone_authtoken"] = keystone.authtoken_options(stack, NAME)
         write_conf(conf, sections)
-        shutil.copy(os.path.join(process.STACK_VENV, "etc", "nova", "api-paste.ini"), base)
+        shutil.copy(os.path.join(process.stack_venv(), "etc", "nova", "api-paste.ini"), base)
         manage(stack, "api_db", "sync")
         manage(stack, "cell_v2", "map_cell0", "--database_connection",
                mariadb.url(stack, "nova_cell0"))

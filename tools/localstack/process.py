@@ -27,14 +27,23 @@ import urllib.error
 import urllib.request
 
 from tools import wait
+from tools.localstack import releases
 
-STACK_VENV = os.environ.get(
-    "RP_STACK_VENV", os.path.expanduser("~/.cache/rp_reporter/stack-venv"))
-# Versions seen working together on this machine; bump them together.
-STACK_PACKAGES = ("openstack-placement==16.0.0", "ironic==39.0.0", "gunicorn==27.0.1")
-# What STACK_PACKAGES put in the virtualenv's bin/: when one is missing, they are installed.
-# A service's VENV_PACKAGES go into the same virtualenv only when a profile runs it
-# (they co-install with the above without changing any of its pins).
+
+def stack_venv():
+    """The current release's stack virtualenv (RP_STACK_VENV overrides it)."""
+    return os.environ.get("RP_STACK_VENV") or os.path.expanduser(
+        f"~/.cache/rp_reporter/stack-venv{releases.venv_suffix()}")
+
+
+def stack_packages():
+    """The release's Placement and Ironic (releases.py), and gunicorn to serve them.
+    A service's VENV_PACKAGES go into the same virtualenv only when a profile runs it
+    (they co-install with these without changing any of their pins)."""
+    return releases.pins("openstack-placement", "ironic", "gunicorn")
+
+
+# What stack_packages() put in the virtualenv's bin/: when one is missing, they are installed.
 STACK_COMMANDS = ("ironic", "placement-manage", "gunicorn")
 
 
@@ -109,7 +118,7 @@ def wal(db_path):
 
 
 def venv_bin(name):
-    return os.path.join(STACK_VENV, "bin", name)
+    return os.path.join(stack_venv(), "bin", name)
 
 
 def venv_has(module):
@@ -120,8 +129,8 @@ def venv_has(module):
 @contextlib.contextmanager
 def install_lock():
     """Held while installing: an exclusive lock on a file beside the stack's virtualenv."""
-    os.makedirs(os.path.dirname(STACK_VENV), exist_ok=True)
-    with open(STACK_VENV + ".lock", "a") as lock:
+    os.makedirs(os.path.dirname(stack_venv()), exist_ok=True)
+    with open(stack_venv() + ".lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
             yield
@@ -134,7 +143,7 @@ def install_missing(debs, venv_extras):
 
     ``debs``: (Debian package, a path it installs), for apt-get.  ``venv_extras``:
     (packages, a check that they are installed) to add to the stack's virtualenv,
-    whose STACK_PACKAGES are installed first (the checks run in it)."""
+    whose stack_packages() are installed first (the checks run in it)."""
     missing_debs = [pkg for pkg, path in debs if not os.path.exists(path)]
     if missing_debs:
         log(f"installing {' '.join(missing_debs)} with apt-get")
@@ -143,32 +152,33 @@ def install_missing(debs, venv_extras):
         subprocess.run(["apt-get", "install", "-y", "-qq", *missing_debs], check=True, env=env,
                        stdout=subprocess.DEVNULL)
     if not all(os.path.exists(venv_bin(b)) for b in STACK_COMMANDS):
-        venv_install(STACK_VENV, STACK_PACKAGES, create=True)
+        venv_install(stack_venv(), stack_packages(), create=True)
     extra = [pkg for packages, installed in venv_extras if not installed() for pkg in packages]
     if extra:
-        # With STACK_PACKAGES again, so the installer keeps their pins.
-        venv_install(STACK_VENV, (*STACK_PACKAGES, *extra))
+        # With stack_packages() again, so the installer keeps their pins.
+        venv_install(stack_venv(), (*stack_packages(), *extra))
 
 
 def venv_install(venv, packages, create=False):
     """Install ``packages`` into the virtualenv ``venv`` (made first when ``create``),
     with uv where it is installed (the test extras bring it: about ten times pip's
-    speed on a fresh machine), else with the virtualenv's pip."""
+    speed on a fresh machine), else with the virtualenv's pip; an older release's
+    libraries under its constraints file (releases.installer_options())."""
     log(f"installing {' '.join(packages)} into {venv}")
     if create:
         subprocess.run([sys.executable, "-m", "venv", venv], check=True)
     python = os.path.join(venv, "bin", "python")
-    uv = _uv()
-    command = ([uv, "pip", "install", "--quiet", "--python", python] if uv
+    installer = uv()
+    command = ([installer, "pip", "install", "--quiet", "--python", python] if installer
                else [python, "-m", "pip", "install", "-q"])
-    subprocess.run([*command, *packages], check=True)
+    subprocess.run([*command, *releases.installer_options(), *packages], check=True)
 
 
-def _uv():
+def uv():
     """uv's executable, or None."""
     try:
-        import uv
-        return uv.find_uv_bin()
+        import uv as package
+        return package.find_uv_bin()
     except (ImportError, FileNotFoundError):
         return shutil.which("uv")
 

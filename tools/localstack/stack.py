@@ -39,6 +39,7 @@ from tools.localstack import placement
 from tools.localstack import process
 from tools.localstack import rabbitmq
 from tools.localstack import redis
+from tools.localstack import releases
 
 # Each knob of a shape and its choices, the embedded profile's first.
 KNOBS = {"database": ("sqlite", "mariadb"),
@@ -105,8 +106,8 @@ def install(**knobs):
     with process.install_lock():
         process.install_missing(
             debs=[deb for module in modules for deb in getattr(module, "DEBS", ())],
-            venv_extras=[(module.VENV_PACKAGES, module.venv_ready) for module in modules
-                         if hasattr(module, "VENV_PACKAGES")])
+            venv_extras=[(releases.pins(*module.VENV_PACKAGES), module.venv_ready)
+                         for module in modules if hasattr(module, "VENV_PACKAGES")])
         for module in modules:  # a service with a virtualenv of its own
             if hasattr(module, "install"):
                 module.install()
