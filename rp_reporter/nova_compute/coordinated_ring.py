@@ -25,13 +25,13 @@ import threading
 import time
 
 from nova import context as nova_context
-from nova.scheduler.client import report
 from oslo_config import cfg
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import membership
 from rp_reporter import wiring
 from rp_reporter.nova_compute import group_record
+from rp_reporter.nova_compute import provider_cache
 from rp_reporter.nova_compute import rehome
 
 LOG = logging.getLogger(__name__)
@@ -81,6 +81,8 @@ class CoordinatedRing:
         # nova's _refresh_cache and a prompt release (renewal thread) both set node_cache.
         self._cache_lock = threading.RLock()
         self._lapses_seen = None  # the membership's lapses when forced_down was last checked
+        # Released nodes' providers leave the cache nova's resource tracker writes through.
+        self.provider_cache = provider_cache.ProviderCache(lambda: novas_report_client(driver))
 
     # Membership ----------------------------------------------------------
 
@@ -89,6 +91,7 @@ class CoordinatedRing:
         a backend, renewed by a thread of its own."""
         if self.membership is not None:
             return self.membership
+        self.provider_cache.guard()  # before any release: nova's write-backs guarded
         self.membership = membership.from_conf(self.conf).start()
         if self.membership.tracks_liveness:
             LOG.info("member %s of coordination group %s (lease %.0f s)", CONF.host,
@@ -185,7 +188,7 @@ class CoordinatedRing:
         into it: the cache alone would hide a release)."""
         log_managed(self._managed, nodes, why)
         released = self._managed - nodes
-        forget_providers(released)
+        self.provider_cache.forget(released)
         periodic_nodes = getattr(self.driver, "_periodic", None)  # none: nova's tests' stub
         if periodic_nodes is not None:
             periodic_nodes.forget(released)  # back before the next periodic: due again
@@ -217,18 +220,8 @@ class CoordinatedRing:
         return kept
 
 
-def forget_providers(released):
-    """Drop released nodes' providers from nova's report client cache.  It keeps each
-    provider it wrote, generation included, after another service takes the node over
-    and writes it: back here, its first write met a 409 ("Failed to update inventory",
-    an ERROR line, then nova retried).  nova invalidates the same way when a rebalance
-    takes an orphan compute node from it (``ComputeManager.update_available_resource``)."""
-    if not released:
-        return
-    try:
-        client = report.report_client_singleton()
-        for uuid in released:
-            client.invalidate_resource_provider(uuid)
-    except Exception as e:  # noqa: BLE001 - the next write re-reads after its 409
-        LOG.warning("could not drop %d released nodes from nova's provider cache: %s",
-                    len(released), e)
+def novas_report_client(driver):
+    """The report client nova's resource tracker writes through: its compute manager's
+    own (None where nova's tests load the driver without a manager)."""
+    manager = getattr(driver.virtapi, "_compute", None)
+    return getattr(manager, "reportclient", None)

@@ -12,6 +12,12 @@
 
 """The real stack for the nova driver's tests (same fixtures as tests/functional)."""
 
+# nova-compute's concurrency, set up as nova's own commands and tests do it: nova 31 to
+# 33 patch eventlet when nova.monkey_patch is imported (nova.cmd and nova.test import it
+# first; nova's code counts on it: its provider cache copy holds a lock that only a
+# green one lets copy.deepcopy copy); nova 34 runs native threads, patching nothing here.
+import nova.monkey_patch  # noqa: E402,F401,I001
+
 from tests.functional.conftest import ironic  # noqa: F401
 from tests.functional.conftest import placement  # noqa: F401
 from tests.functional.conftest import shard  # noqa: F401

@@ -14,7 +14,8 @@
 
     python -m tools.localstack up [--profile production|nova-cloud] [--database ...] [--dir DIR]
     python -m tools.localstack install [--profile production|nova-cloud]
-    (either with --release 2025.1, 2025.2, 2026.1 or 2026.2: default the newest)
+    python -m tools.localstack constraints [--release R]  # an older release's constraints
+    (each with --release 2025.1, 2025.2, 2026.1 or 2026.2: default the newest)
 
 ``up`` starts a stack, prints a ready rp_reporter config file and the services'
 addresses as JSON, and waits for ^C (or SIGTERM), then stops it.
@@ -28,13 +29,14 @@ import signal
 import sys
 
 from tools import localstack
+from tools.localstack import process
 from tools.localstack import releases
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m tools.localstack",
                                      description=__doc__.splitlines()[0])
-    parser.add_argument("action", choices=["up", "install"])
+    parser.add_argument("action", choices=["up", "install", "constraints"])
     parser.add_argument("--dir", help="work directory (default: a new temporary one)")
     parser.add_argument("--profile", choices=list(localstack.PROFILES), default="embedded",
                         help="production: MariaDB + Keystone + etcd; nova-cloud: production with "
@@ -47,6 +49,12 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.release:
         os.environ[releases.ENV] = args.release
+    if args.action == "constraints":  # an older release's (all of them by default)
+        names = [args.release] if args.release else [
+            name for name, release in localstack.RELEASES.items() if release.libraries_of]
+        for name in names:
+            print(releases.compile_constraints(name, process.uv() or "uv"))
+        return 0
     shape = dict(localstack.PROFILES[args.profile])
     shape.update({k: getattr(args, k) for k in localstack.KNOBS if getattr(args, k)})
     localstack.install(**shape)

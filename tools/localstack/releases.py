@@ -27,14 +27,13 @@ what OpenStack's own upper-constraints of a stable series are: frozen at its rel
 every service co-installable.  The tox environments of the release and its stack's
 virtualenvs install under the same file.  Made again with
 
-    python -m tools.localstack.releases compile [RELEASE ...]
+    python -m tools.localstack constraints [--release RELEASE]
 """
 
 import collections
 import os
 import pathlib
 import subprocess
-import sys
 
 ENV = "RP_OPENSTACK_RELEASE"
 HERE = pathlib.Path(__file__).resolve().parent
@@ -124,14 +123,7 @@ def compile_constraints(name, uv):
          "-"], input="\n".join([*wanted, *COMPILED_WITH]), text=True, check=True,
         capture_output=True).stdout
     kept = [line for line in pins.splitlines() if not line.startswith(("-e ", "rp-reporter"))]
-    out.write_text(f"# OpenStack {name}: python -m tools.localstack.releases compile {name}\n"
+    out.write_text(f"# OpenStack {name}: python -m tools.localstack constraints --release {name}\n"
                    + "\n".join(kept) + "\n")
     return out
 
-
-if __name__ == "__main__":
-    from tools.localstack import process
-    if sys.argv[1:2] != ["compile"]:
-        raise SystemExit("usage: python -m tools.localstack.releases compile [RELEASE ...]")
-    for name in sys.argv[2:] or [n for n, r in RELEASES.items() if r.libraries_of]:
-        print(compile_constraints(name, process.uv() or "uv"))

@@ -67,8 +67,10 @@ def nova_compute(request, stack, shard, tmp_path):
     # nova-compute has no database: it reaches one through nova-conductor.
     compute_conf.write_text(ini({
         **common,
+        # periodic_fuzzy_delay: nova's periodic tasks start at once, not up to 60 s late
+        # (a random delay; nova 31 drew 59 s once, past the tests' waits).
         "DEFAULT": {**common["DEFAULT"], "compute_driver": "rp_reporter.IronicDriver",
-                    "update_resources_interval": 10},
+                    "update_resources_interval": 10, "periodic_fuzzy_delay": 0},
         "ironic": {"auth_type": "none", "endpoint_override": stack.ironic_url, "shard": shard},
         "rp_reporter": {"peers_from": "nova", **getattr(request, "param", {})},
     }))
