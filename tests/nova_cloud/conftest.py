@@ -163,7 +163,8 @@ def whole_cloud(workdir, stack=None):
         if own_stack:
             stack.start()
         nova = clients.Nova(stack)
-        placement = clients.Placement(stack.placement_url, auth=stack.admin_auth("placement"))
+        placement = clients.Placement(stack.placement_url, auth=stack.admin_auth("placement"),
+                                      nova_root_traits=stack.release.nova_root_traits)
         agent_dir = workdir / "agents"
         agent_dir.mkdir(parents=True, exist_ok=True)
         # Side by side: each topology's start is mostly waiting (its agents' health, its

@@ -18,11 +18,12 @@ Waits for "schedulable again" allow nova's periodic (60 s) where no agent runs
 
 import pytest
 
+from tools.localstack import releases
 from tools.wait import wait_for
 
-# Traits nova's resource tracker puts on every provider of its nodes: the scheduler
-# of nova 34 asks every request for OWNER_NOVA on the root provider.
-NOVA_TRAITS = {"OWNER_NOVA", "COMPUTE_NODE"}
+# Traits nova's resource tracker puts on every provider of its nodes: COMPUTE_NODE, and
+# those its scheduler asks of every root provider (OWNER_NOVA from nova 34 on).
+NOVA_TRAITS = {"COMPUTE_NODE", *releases.current().nova_root_traits}
 PERIODIC_WAIT = 150  # nova's 60 s periodic, twice, and its start
 
 

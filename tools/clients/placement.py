@@ -22,9 +22,12 @@ PLACEMENT_HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placemen
 
 
 class Placement:
-    def __init__(self, url, auth=None):
+    def __init__(self, url, auth=None, nova_root_traits=("OWNER_NOVA",)):
+        """``nova_root_traits``: what the scheduler of the stack's nova asks of every root
+        provider (the stack's release: ``stack.release.nova_root_traits``)."""
         self.url = url
         self.http = common.session(PLACEMENT_HEADERS, auth)
+        self.nova_root_traits = tuple(nova_root_traits)
 
     def _call(self, method, path, expect=(200, 201, 204), **kw):
         return common.call(self.http, method, self.url + path, expect, **kw)
@@ -60,10 +63,11 @@ class Placement:
         return set(resp.json()["traits"]) if resp.status_code == 200 else set()
 
     def offered(self, resource_class):
-        """The providers nova 34's scheduler is offered for one unit of ``resource_class``
+        """The providers nova's scheduler is offered for one unit of ``resource_class``
         (its allocation candidates, with the root traits nova asks for on every request)."""
+        required = ",".join((*self.nova_root_traits, "!COMPUTE_STATUS_DISABLED"))
         found = self._call("GET", f"/allocation_candidates?resources={resource_class}:1"
-                                  "&root_required=OWNER_NOVA,!COMPUTE_STATUS_DISABLED")
+                                  f"&root_required={required}")
         return set(found["provider_summaries"])
 
     def holding(self, resource_class):

@@ -128,6 +128,7 @@ class LocalStack:
 
     def __init__(self, workdir=None, **knobs):
         self.shape = shape_of(**knobs)
+        self.release = releases.current()  # the OpenStack release its services are of
         # stack.database, stack.auth, stack.coordination: what the service modules read.
         for knob, value in self.shape.items():
             setattr(self, knob, value)
