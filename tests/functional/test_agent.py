@@ -31,6 +31,7 @@ GOLD = "CUSTOM_BAREMETAL_GOLD"
 pytestmark = pytest.mark.functional
 
 
+@pytest.mark.every_release
 def test_fast_path_carries_each_kind_of_change(agents, ironic, placement):
     agent = agents()  # reconcile every hour: only notifications can carry these
     node = ironic.create()
@@ -69,6 +70,7 @@ def test_a_deleted_node_loses_its_provider_two_passes_later(agents, ironic, plac
     assert agent.healthy() and deleted_after
 
 
+@pytest.mark.every_release
 def test_a_first_start_creates_providers_in_bulk(agents, ironic, placement):
     nodes = ironic.create_many(12, state="enroll")
     # A name of its own: a new listener pool, so no earlier agent's pool holds
@@ -173,6 +175,7 @@ def test_sigterm_exits_0_quickly_and_a_restart_converges(agents, ironic, placeme
     wait_for(lambda: inventory(placement, node) == {GOLD: (1, 1, 1)}, 15, "converged")
 
 
+@pytest.mark.every_release
 def test_bad_notifications_are_dropped_and_good_ones_still_served(agents, ironic, placement,
                                                                   stack):
     agent = agents()

@@ -81,6 +81,7 @@ def test_agent_sigkilled_mid_write_then_restart_converges(agents, ironic, placem
     assert_invariants(cli, placement, {})
 
 
+@pytest.mark.every_release
 def test_stale_duplicated_and_reordered_notifications_never_roll_back(agents, ironic, placement,
                                                                       stack, cli):
     node = ironic.create(maintenance=True)

@@ -94,6 +94,7 @@ def ring_context(member):
     return shared.context(rp_ring.Ring(NAMES)).as_dict()
 
 
+@pytest.mark.every_release
 def test_forged_slices_and_garbage_neither_stop_nor_move_a_member(three, ironic, placement):
     """One ring for both: a forged slice (signed with another key, or not at all) naming a
     node Ironic lacks, then random, truncated, oversized and wrong-typed payloads on both

@@ -58,6 +58,7 @@ def put_traits(placement, rp, traits):
         "traits": sorted(traits)})
 
 
+@pytest.mark.every_release
 def test_each_kind_of_node_ends_exactly_right(ironic, placement, reconciler):
     nodes = {
         "available": ironic.create(),
@@ -94,6 +95,7 @@ def test_each_kind_of_node_ends_exactly_right(ironic, placement, reconciler):
     assert writes(summary) <= 3 * 8 + one_time
 
 
+@pytest.mark.every_release
 def test_second_pass_writes_nothing(ironic, reconciler):
     nodes = ironic.create_many(4) + [ironic.create(traits=["CUSTOM_GPU"], maintenance=True)]
     first = reconciler.run()
@@ -206,6 +208,7 @@ def test_a_mass_disappearance_is_refused_unless_allowed(ironic, placement, recon
     assert all(placement.provider(n) is not None for n in nodes[5:])
 
 
+@pytest.mark.every_release
 def test_deleted_node_with_allocation_keeps_its_provider(ironic, placement, reconciler):
     reconciler.absent_for = ABSENT_FOR
     node = ironic.create()
@@ -223,6 +226,7 @@ def test_deleted_node_with_allocation_keeps_its_provider(ironic, placement, reco
     assert placement.provider(node) is None
 
 
+@pytest.mark.every_release
 def test_class_change_under_allocation_keeps_old_class_until_freed(ironic, placement,
                                                                    reconciler):
     node = ironic.create()
@@ -273,6 +277,7 @@ def test_existing_unmarked_provider_is_adopted(ironic, placement, reconciler):
     assert state["inventories"] == {GOLD: (1, 0, 1)} and MANAGED in state["traits"]
 
 
+@pytest.mark.every_release
 def test_new_providers_get_their_inventories_in_bulk(ironic, placement, reconciler):
     nodes = ironic.create_many(12, state="enroll")
     reconciler.bulk_batch = 5
@@ -310,6 +315,7 @@ def test_bulk_batch_refused_for_a_foreign_write_goes_node_by_node(ironic, placem
     assert "COMPUTE_STATUS_DISABLED" in placement.provider(nodes[2])["traits"]  # not lost
 
 
+@pytest.mark.every_release
 def test_odd_node_records_cost_only_that_node(ironic, placement, reconciler):
     good = ironic.create()
     real_iter = reconciler.ironic.iter_nodes

@@ -78,6 +78,7 @@ def ring_nodes(cli, conf):
 FLEET = 90  # 30 a member: enough for every member's share; the ring's balance is unit-tested
 
 
+@pytest.mark.every_release
 def test_agents_split_the_fleet_and_survive_one_dying(fleet_of, ironic, placement, cli):
     nodes = bench_common.load_nodes(ironic, FLEET)
     agents = fleet_of(3)
@@ -143,6 +144,7 @@ def test_losing_the_backend_fences_writes_until_it_returns(fleet_of, ironic, pla
                          for a in agents), 20, "every agent fenced, then renewed")
 
 
+@pytest.mark.every_release
 @pytest.mark.parametrize("backend", ["redis"], indirect=True)
 def test_a_stopped_agent_leaves_its_group_so_its_peer_takes_over_at_once(fleet_of, ironic,
                                                                          placement):
@@ -205,6 +207,7 @@ def repaired_in(placement, node, trait):
                     f"{trait} removed from {node}") - added
 
 
+@pytest.mark.every_release
 @pytest.mark.parametrize("backend", ["redis"], indirect=True)
 def test_one_member_lists_for_the_ring_and_drift_is_still_repaired_in_an_interval(
         fleet_of, ironic, placement, cli):

@@ -43,6 +43,7 @@ from tools import clients
 from tools import localstack
 from tools.localstack import neutron
 from tools.localstack import process
+from tools.localstack import releases
 from tools.wait import wait_for
 
 # nova's refresh intervals shortened for the churn measure (test_churn.py): the resource
@@ -56,7 +57,8 @@ TOPOLOGIES = {"stock": ("stock", 0, {}), "A": ("stock", 1, {}), "B": ("rp_report
               "C": ("rp_reporter", 2, {}), "A-churn": ("stock", 1, CHURN_NOVA),
               "C-churn": ("rp_reporter", 2, CHURN_NOVA)}
 NODES = 8  # per topology
-RESULTS = pathlib.Path(os.environ.get("RP_BENCH_RESULTS", "bench-results")) / "nova-cloud.json"
+RESULTS = pathlib.Path(os.environ.get("RP_BENCH_RESULTS", "bench-results")) / (
+    f"nova-cloud{releases.venv_suffix()}.json")  # an older release's: nova-cloud-<release>.json
 
 
 @dataclasses.dataclass

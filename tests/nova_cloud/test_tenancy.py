@@ -174,6 +174,7 @@ def _no_server_left(cloud):
     cloud.delete_servers()
 
 
+@pytest.mark.every_release
 def test_each_project_lands_only_on_the_nodes_it_may_deploy_on(cloud):
     assert cloud.boot("P", cloud.dedicated) == "N1"
     assert NO_VALID_HOST in cloud.boot("P", cloud.dedicated)   # N1 taken: nothing else

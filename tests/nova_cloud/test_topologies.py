@@ -42,6 +42,7 @@ def all_providers(cloud):
             cloud.placement._call("GET", "/resource_providers")["resource_providers"]}
 
 
+@pytest.mark.every_release
 @pytest.mark.parametrize("name", ["A", "B", "C"])
 def test_a_server_boots_on_the_node_and_the_node_is_schedulable_again_after_delete(
         cloud, name):
@@ -70,6 +71,7 @@ def test_a_server_boots_on_the_node_and_the_node_is_schedulable_again_after_dele
     assert all_providers(cloud) == before
 
 
+@pytest.mark.every_release
 @pytest.mark.parametrize("name", ["stock", "A", "B", "C"])
 def test_every_provider_carries_the_traits_novas_scheduler_asks_for(cloud, name):
     topology = cloud.topologies[name]

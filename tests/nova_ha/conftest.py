@@ -42,6 +42,7 @@ from tools import localstack
 from tools.localstack import mariadb
 from tools.localstack import nova
 from tools.localstack import process
+from tools.localstack import releases
 from tools.wait import wait_for
 from tools.wait import wait_until
 
@@ -58,7 +59,8 @@ FUZZY_DELAY = 0
 # in between (a build's group policy check asks the driver for its nodes then too).
 FULL_PASS_EVERY = 10
 NODES = 9
-RESULTS = pathlib.Path(os.environ.get("RP_BENCH_RESULTS", "bench-results")) / "nova-ha.json"
+RESULTS = pathlib.Path(os.environ.get("RP_BENCH_RESULTS", "bench-results")) / (
+    f"nova-ha{releases.venv_suffix()}.json")  # an older release's: nova-ha-<release>.json
 UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f-]{27}")
 REHOMING = re.compile(r"^(\S+ \S+) \d+ WARNING rp_reporter\.nova_compute\S* .*re-homing "
                       r"instance ([0-9a-f-]{36})", re.M)

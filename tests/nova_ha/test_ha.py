@@ -194,12 +194,29 @@ def stock(cloud, tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def ours(cloud, stock, tmp_path_factory):
-    """rp_reporter's driver, peers_from = coordination, three services on one shard."""
+def ours(cloud, request, tmp_path_factory):
+    """rp_reporter's driver, peers_from = coordination, three services on one shard;
+    after stock's story, unless only the every_release part runs (``-m every_release``:
+    the kill and the re-homing, their integrity)."""
+    every_release_only = request.config.option.markexpr == "every_release"
+    if not every_release_only:
+        request.getfixturevalue("stock")
     workdir = tmp_path_factory.mktemp("ours")
     made = ha.make_fleet(cloud.stack, cloud.nova, workdir, "ours", "rp_reporter", "shard-ha")
     with ha.running(cloud, made):  # the cloud goes on (tests/nova_cloud's, next)
-        yield ours_facts(cloud, made)
+        yield (killed_facts(cloud, made) if every_release_only else ours_facts(cloud, made))
+
+
+def killed_facts(cloud, made):
+    """The kill alone: its free nodes offered through a survivor, its servers moved."""
+    ha.start_fleet(cloud, made)
+    victim, servers, in_maintenance = place_servers(cloud, made, "ours")
+    facts = kill_and_watch(cloud, made, victim, servers, in_maintenance, rehomes=True)
+    print(f"\nours, a service killed: {facts}")
+    unset_maintenance_and_offer(cloud, made, in_maintenance)
+    facts.update(integrity(cloud, made, facts["servers"]))
+    cloud.results.update(killed=dict(facts))
+    return facts
 
 
 def ours_facts(cloud, made):
@@ -681,6 +698,7 @@ def replacement_host(cloud, made, servers):
 
 # -- the promises ------------------------------------------------------------------
 
+@pytest.mark.every_release
 def test_free_nodes_of_a_killed_service_become_schedulable_through_a_survivor(ours):
     """Item 1: within one lease plus one resource-tracker run, and a server boots.  A
     survivor claims at its next run, which starts up to one interval after its last
@@ -690,6 +708,7 @@ def test_free_nodes_of_a_killed_service_become_schedulable_through_a_survivor(ou
     assert ours["booted_on_free"] == "ACTIVE"
 
 
+@pytest.mark.every_release
 def test_its_servers_are_rehomed_once_it_is_fenced(ours):
     """Item 2: moved by a survivor after the fence, by its re-homing job (every
     report_interval, after watching the dead service's reports stall for
@@ -699,6 +718,7 @@ def test_its_servers_are_rehomed_once_it_is_fenced(ours):
     assert ours["fence_to_rehomed_s"] <= 2 * ha.PERIODIC, ours
 
 
+@pytest.mark.every_release
 def test_every_server_of_the_dead_service_can_be_rebooted_and_deleted(ours):
     """Item 3."""
     operable, of = ours["servers_operable_after"]
@@ -715,6 +735,7 @@ def test_a_returning_service_takes_back_only_what_the_ring_gives_it(ours):
     assert operable == of, ours["servers_operable_after_return"]
 
 
+@pytest.mark.every_release
 def test_nothing_deleted_duplicated_or_lost(ours):
     """Item 5, and nova bugs 1853009 and 1839560 (a rebalance deleting compute node
     records and providers; a node in maintenance during one made unusable): both
