@@ -31,6 +31,12 @@ class DriverMetrics:
             "rp_reporter_operations_refused",
             "Operations on a server this service refused: nova homes it elsewhere now, or "
             "this service is forced down.", ("operation",), registry=self.registry)
+        self.renewal_late = prom.Histogram(
+            "rp_reporter_membership_renewal_late_seconds",
+            "How late each renewal of this service's membership started, past its "
+            "heartbeat: nova's work holding the process (under eventlet, a stretch that "
+            "never yields) delays it; past the lease the service is fenced.",
+            buckets=(0.1, 0.5, 1, 2, 3, 5, 10, 30), registry=self.registry)
 
     def serve(self, bind, member):
         """/metrics, and /healthz: 200 while ``member()`` (a live member of the group)."""

@@ -12,11 +12,20 @@
 
 """The real stack for the nova driver's tests (same fixtures as tests/functional)."""
 
-# nova-compute's concurrency, set up as nova's own commands and tests do it: nova 31 to
-# 33 patch eventlet when nova.monkey_patch is imported (nova.cmd and nova.test import it
-# first; nova's code counts on it: its provider cache copy holds a lock that only a
-# green one lets copy.deepcopy copy); nova 34 runs native threads, patching nothing here.
-import nova.monkey_patch  # noqa: E402,F401,I001
+# nova-compute's concurrency, set up as its own command sets it up on each release
+# (nova's code counts on it: nova 31's provider cache copy holds a lock only a green
+# one lets copy.deepcopy copy): nova 31 patches eventlet when nova.monkey_patch is
+# imported; 32 and 33 call patch() (eventlet unless OS_NOVA_DISABLE_EVENTLET_PATCHING);
+# 34 calls patch(backend="threading").
+from nova import monkey_patch  # noqa: E402,I001
+
+from tools.localstack import releases  # noqa: E402,I001
+
+if hasattr(monkey_patch, "patch"):
+    if releases.current().nova_compute_runs == "threading":
+        monkey_patch.patch(backend="threading")
+    else:
+        monkey_patch.patch()
 
 from tests.functional.conftest import ironic  # noqa: F401
 from tests.functional.conftest import placement  # noqa: F401

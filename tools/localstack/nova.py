@@ -147,8 +147,12 @@ def start(stack):
     # nova-api loads its paste pipeline from the first of OS_NOVA_CONFIG_FILES.
     process.serve_wsgi(stack.services[NAME], stack.ports[NAME], process.venv_bin("gunicorn"),
                        "nova.wsgi.osapi_compute:application", base,
+                       # nova 31 to 33 patch eventlet at import unless told not to:
+                       # in gunicorn's threaded worker that hung every worker after
+                       # its first answer (a WSGI server's nova-api runs unpatched).
                        {"OS_NOVA_CONFIG_DIR": base,
-                        "OS_NOVA_CONFIG_FILES": "api-paste.ini;nova.conf"},
+                        "OS_NOVA_CONFIG_FILES": "api-paste.ini;nova.conf",
+                        "OS_NOVA_DISABLE_EVENTLET_PATCHING": "1"},
                        ("-w", "1", "--threads", "8"))
     process.wait_until(lambda: process.http_ok(stack.url(NAME) + "/v2.1"), 120, "nova-api")
     process.log(f"nova-api on {stack.ports[NAME]}, nova-conductor, nova-scheduler")

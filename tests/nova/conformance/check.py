@@ -23,9 +23,10 @@ is not listed in tests/nova/conformance/deliberate_differences.txt, or when a li
 passes on ours (the list would be stale) or does not pass on nova's.
 
 nova's own run is the same for every run of one nova release (its class does not
-change), so it is recorded in tests/nova/conformance/nova_baseline.json with the release it
-was made on; it is run again, and compared in full, whenever the installed nova
-is another release (or with ``--record-baseline``, which also rewrites the file).
+change), so it is recorded per release, in tests/nova/conformance/baselines/nova-<version>.json
+(one for each maintained release's nova: tox -e nova-2025.1 ... nova-2026.2); it is run,
+and recorded, for a release with no record (or with ``--record-baseline``, which
+rewrites the release's file).
 """
 
 import argparse
@@ -46,7 +47,7 @@ import testtools
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent.parent.parent
 DIFFERENCES = HERE / "deliberate_differences.txt"
-BASELINE = HERE / "nova_baseline.json"
+BASELINES = HERE / "baselines"
 MODULE = "nova.tests.unit.virt.ironic.test_driver"
 SITE = pathlib.Path(nova.__file__).resolve().parent.parent
 
@@ -130,9 +131,15 @@ def _counts(results):
     return ", ".join(f"{n} {s}" for s, n in sorted(counts.items()))
 
 
-def recorded(nova_version, path=BASELINE):
+def baseline(nova_version):
+    """The file nova's own run on this release is recorded in."""
+    return BASELINES / f"nova-{nova_version}.json"
+
+
+def recorded(nova_version, path=None):
     """{test id: status} of nova's module on nova's class as recorded for this release,
     or None when the record is of another release (or there is none)."""
+    path = path or baseline(nova_version)
     if not path.exists():
         return None
     record = json.loads(path.read_text())
@@ -141,7 +148,8 @@ def recorded(nova_version, path=BASELINE):
     return record["results"]
 
 
-def record(results, nova_version, path=BASELINE):
+def record(results, nova_version, path=None):
+    path = path or baseline(nova_version)
     path.write_text(json.dumps({"nova": nova_version, "module": MODULE, "results": results},
                                indent=1, sort_keys=True) + "\n")
 
@@ -159,12 +167,13 @@ def main(argv=None):
     if nova_results is None:
         nova_results, nova_seconds = run("nova", args.concurrency)
         record(nova_results, nova_version)
-        how = f"run now, {nova_seconds:.0f} s; recorded in {BASELINE.name}"
+        how = f"run now, {nova_seconds:.0f} s; recorded in {baseline(nova_version).name}"
     else:
-        how = f"recorded for nova {nova_version} in {BASELINE.name}"
+        how = f"recorded for nova {nova_version} in {baseline(nova_version).name}"
     ours_results, ours_seconds = run("ours", args.concurrency)
     if set(ours_results) != set(nova_results):
-        raise SystemExit(f"{BASELINE.name} lists other tests than nova {nova_version}'s "
+        raise SystemExit(f"{baseline(nova_version).name} lists other tests than nova "
+                         f"{nova_version}'s "
                          "module runs: run with --record-baseline")
     print(f"nova's module on nova's IronicDriver: {len(nova_results)} tests: "
           f"{_counts(nova_results)} ({how})")
@@ -177,7 +186,8 @@ def main(argv=None):
     problems = compare(nova_results, ours_results, listed)
     for problem in problems:
         print("FAIL:", problem)
-    print(f"{'FAILED' if problems else 'conformant'}: {len(problems)} problem(s), "
+    print(f"nova {nova_version}: {'FAILED' if problems else 'conformant'}: "
+          f"{len(problems)} problem(s), "
           f"{len(listed)} deliberate difference(s), {time.monotonic() - started:.0f} s")
     return 1 if problems else 0
 
