@@ -166,7 +166,7 @@ def whole_cloud(workdir, stack=None):
             stack.start()
         nova = clients.Nova(stack)
         placement = clients.Placement(stack.placement_url, auth=stack.admin_auth("placement"),
-                                      nova_root_traits=stack.release.nova_root_traits)
+                                      nova_traits=stack.release.nova_traits)
         agent_dir = workdir / "agents"
         agent_dir.mkdir(parents=True, exist_ok=True)
         # Side by side: each topology's start is mostly waiting (its agents' health, its

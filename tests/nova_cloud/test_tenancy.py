@@ -62,7 +62,7 @@ class Tenancy:
         self.admin = clients.Nova(stack)
         self.placement = clients.Placement(stack.placement_url,
                                            auth=stack.admin_auth("placement"),
-                                           nova_root_traits=stack.release.nova_root_traits)
+                                           nova_traits=stack.release.nova_traits)
         self.ironic = clients.Ironic(stack.ironic_url, SHARD, auth=stack.admin_auth("baremetal"))
         self.projects, self.as_project = {}, {}
         for name in "POLQ":

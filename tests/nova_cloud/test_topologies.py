@@ -22,8 +22,8 @@ from tools.localstack import releases
 from tools.wait import wait_for
 
 # Traits nova's resource tracker puts on every provider of its nodes: COMPUTE_NODE, and
-# those its scheduler asks of every root provider (OWNER_NOVA from nova 34 on).
-NOVA_TRAITS = {"COMPUTE_NODE", *releases.current().nova_root_traits}
+# OWNER_NOVA from nova 34 on (its scheduler asks every root provider for it).
+NOVA_TRAITS = {"COMPUTE_NODE", *releases.current().nova_traits}
 PERIODIC_WAIT = 150  # nova's 60 s periodic, twice, and its start
 
 

@@ -323,7 +323,7 @@ def cloud(nova_cloud_stack):
     stack = nova_cloud_stack
     cloud = Cloud(stack, clients.Nova(stack),
                   clients.Placement(stack.placement_url, auth=stack.admin_auth("placement"),
-                                    nova_root_traits=stack.release.nova_root_traits),
+                                    nova_traits=stack.release.nova_traits),
                   {"lease_s": LEASE, "periodic_s": PERIODIC,
                    "service_down_time_s": SERVICE_DOWN,
                    "periodic_fuzzy_delay_s": FUZZY_DELAY})

@@ -22,12 +22,13 @@ PLACEMENT_HEADERS = {"X-Auth-Token": "admin", "OpenStack-API-Version": "placemen
 
 
 class Placement:
-    def __init__(self, url, auth=None, nova_root_traits=("OWNER_NOVA",)):
-        """``nova_root_traits``: what the scheduler of the stack's nova asks of every root
-        provider (the stack's release: ``stack.release.nova_root_traits``)."""
+    def __init__(self, url, auth=None, nova_traits=("OWNER_NOVA",)):
+        """``nova_traits``: what a provider offered to the stack's nova carries (the
+        stack's release: ``stack.release.nova_traits``; OWNER_NOVA, which nova 34's
+        scheduler asks for)."""
         self.url = url
         self.http = common.session(PLACEMENT_HEADERS, auth)
-        self.nova_root_traits = tuple(nova_root_traits)
+        self.nova_traits = tuple(nova_traits)
 
     def _call(self, method, path, expect=(200, 201, 204), **kw):
         return common.call(self.http, method, self.url + path, expect, **kw)
@@ -64,8 +65,8 @@ class Placement:
 
     def offered(self, resource_class):
         """The providers nova's scheduler is offered for one unit of ``resource_class``
-        (its allocation candidates, with the root traits nova asks for on every request)."""
-        required = ",".join((*self.nova_root_traits, "!COMPUTE_STATUS_DISABLED"))
+        (its allocation candidates, with the root traits of nova's resource tracker)."""
+        required = ",".join((*self.nova_traits, "!COMPUTE_STATUS_DISABLED"))
         resp = self.http.get(f"{self.url}/allocation_candidates?resources={resource_class}"
                              f":1&root_required={required}", timeout=30)
         if resp.status_code == 400 and "No such resource class" in resp.text:

@@ -48,7 +48,7 @@ def main():
         stack.start()
         ironic = clients.Ironic(stack.ironic_url, SHARD, auth=stack.admin_auth("baremetal"))
         placement = clients.Placement(stack.placement_url, auth=stack.admin_auth("placement"),
-                                      nova_root_traits=stack.release.nova_root_traits)
+                                      nova_traits=stack.release.nova_traits)
         nova = clients.Nova(stack)
         nodes = ironic.create_many(6, resource_class=RESOURCE_CLASS)
         print(f"\n{len(nodes)} nodes in Ironic (class {RESOURCE_CLASS}); starting two agents "

@@ -39,14 +39,16 @@ ENV = "RP_OPENSTACK_RELEASE"
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 
-# nova_root_traits: what nova's resource tracker puts on each node's provider and its
-# scheduler asks of every root provider (nova 34 added OWNER_NOVA), with
-# !COMPUTE_STATUS_DISABLED, which every release asks.  nova_compute_runs: on what
+# nova_traits: a trait nova's resource tracker puts on each node's provider, which the
+# tests require of a provider offered to nova's scheduler: OWNER_NOVA from nova 34 on
+# (its scheduler asks every root provider for it); before, COMPUTE_NODE (no trait is
+# asked, and without it the agents' provider is offered before nova has the node's
+# compute record: the build found no host).  nova_compute_runs: on what
 # nova-compute's own command runs nova (and the driver's threads): eventlet's green
 # threads (31 to 33; 32 and 33 also offer native threads, marked experimental) or
 # native threads (34).
 Release = collections.namedtuple(
-    "Release", "name libraries_of services nova_root_traits nova_compute_runs")
+    "Release", "name libraries_of services nova_traits nova_compute_runs")
 
 # Later than every pinned point release: the pins, not the date, choose them.
 _POINT_RELEASES_UP_TO = "2026-11-01"
@@ -54,13 +56,16 @@ _POINT_RELEASES_UP_TO = "2026-11-01"
 RELEASES = {
     "2025.1": Release("2025.1", "2025-04-03", {
         "nova": "31.3.1", "ironic": "29.1.0", "openstack-placement": "13.0.1",
-        "keystone": "27.1.0", "glance": "30.2.0", "neutron": "26.0.6"}, (), "eventlet"),
+        "keystone": "27.1.0", "glance": "30.2.0", "neutron": "26.0.6"}, ("COMPUTE_NODE",),
+        "eventlet"),
     "2025.2": Release("2025.2", "2025-10-02", {
         "nova": "32.2.1", "ironic": "32.1.0", "openstack-placement": "14.0.0",
-        "keystone": "28.1.0", "glance": "31.1.0", "neutron": "27.0.4"}, (), "eventlet"),
+        "keystone": "28.1.0", "glance": "31.1.0", "neutron": "27.0.4"}, ("COMPUTE_NODE",),
+        "eventlet"),
     "2026.1": Release("2026.1", "2026-04-02", {
         "nova": "33.0.2", "ironic": "35.1.0", "openstack-placement": "15.0.0",
-        "keystone": "29.1.0", "glance": "32.0.0", "neutron": "28.0.2"}, (), "eventlet"),
+        "keystone": "29.1.0", "glance": "32.0.0", "neutron": "28.0.2"}, ("COMPUTE_NODE",),
+        "eventlet"),
     "2026.2": Release("2026.2", None, {
         "nova": "34.0.0", "ironic": "39.0.0", "openstack-placement": "16.0.0",
         "keystone": "30.0.0", "glance": "33.0.0", "neutron": "29.0.0"}, ("OWNER_NOVA",),
