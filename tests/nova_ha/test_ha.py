@@ -174,12 +174,7 @@ def stock(cloud, tmp_path_factory):
     made = ha.make_fleet(cloud.stack, cloud.nova, tmp_path_factory.mktemp("stock"),
                          "stock", "stock", "")
     with ha.running(cloud, made):
-        ha.start_fleet(cloud, made)
-        victim, servers, in_maintenance = place_servers(cloud, made, "stock")
-        facts = kill_and_watch(cloud, made, victim, servers, in_maintenance, rehomes=False)
-        print(f"\nstock, a service killed: {facts}")
-        unset_maintenance_and_offer(cloud, made, in_maintenance)
-        facts.update(integrity(cloud, made, facts["servers"]))
+        victim, facts = killed(cloud, made, "stock", rehomes=False)
         left = next(s for s in facts["servers"] if host_of(cloud, s) != victim)
         for server in [s for s in facts["servers"] if s != left]:
             cloud.nova.delete(server)
@@ -204,19 +199,25 @@ def ours(cloud, request, tmp_path_factory):
     workdir = tmp_path_factory.mktemp("ours")
     made = ha.make_fleet(cloud.stack, cloud.nova, workdir, "ours", "rp_reporter", "shard-ha")
     with ha.running(cloud, made):  # the cloud goes on (tests/nova_cloud's, next)
-        yield (killed_facts(cloud, made) if every_release_only else ours_facts(cloud, made))
+        if every_release_only:
+            _, facts = killed(cloud, made, "ours", rehomes=True)
+            cloud.results.update(killed=dict(facts))
+            yield facts
+        else:
+            yield ours_facts(cloud, made)
 
 
-def killed_facts(cloud, made):
-    """The kill alone: its free nodes offered through a survivor, its servers moved."""
+def killed(cloud, made, name, rehomes):
+    """The fleet started, servers placed and one service killed: what happened to its
+    free nodes and its servers (moved when ``rehomes``), then the fleet's integrity;
+    returns (the service killed, the facts)."""
     ha.start_fleet(cloud, made)
-    victim, servers, in_maintenance = place_servers(cloud, made, "ours")
-    facts = kill_and_watch(cloud, made, victim, servers, in_maintenance, rehomes=True)
-    print(f"\nours, a service killed: {facts}")
+    victim, servers, in_maintenance = place_servers(cloud, made, name)
+    facts = kill_and_watch(cloud, made, victim, servers, in_maintenance, rehomes)
+    print(f"\n{name}, a service killed: {facts}")
     unset_maintenance_and_offer(cloud, made, in_maintenance)
     facts.update(integrity(cloud, made, facts["servers"]))
-    cloud.results.update(killed=dict(facts))
-    return facts
+    return victim, facts
 
 
 def ours_facts(cloud, made):
