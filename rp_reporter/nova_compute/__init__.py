@@ -28,7 +28,8 @@ or orphans a node.  Its parts:
 * ``content``: ``update_provider_tree``, the provider from rp_reporter's model;
 * ``coordinated_ring`` (``peers_from = coordination``): this service's membership
   in the compute services' group and the ring over its live members, applied to
-  nova's node cache;
+  nova's node cache; ``provider_cache``: released nodes' providers out of the cache
+  nova's resource tracker writes through, and out of its write-back (nova 31 to 33);
 * ``periodic`` (``full_pass_every`` above 1): which nodes nova's resource-tracker
   periodic goes over, ``rp_reporter.tracker_passes``'s decision;
 * ``rehome``: the job that moves a fenced service's servers to live members, with
@@ -37,7 +38,7 @@ or orphans a node.  Its parts:
   request, or refuses an operation, for a server no longer homed here;
 * ``options``: ``[rp_reporter]`` in nova.conf.
 
-nova 34 loads ``compute_driver`` only from ``nova.virt`` (``'nova.virt.%s' %
+nova (31 to 34) loads ``compute_driver`` only from ``nova.virt`` (``'nova.virt.%s' %
 compute_driver``): rp_reporter installs the one module ``nova/virt/rp_reporter.py``,
 which re-exports ``IronicDriver``, and nova-compute loads it by its own command
 with its own nova.conf; no wrapper command is needed.
