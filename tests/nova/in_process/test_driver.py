@@ -769,3 +769,25 @@ def test_traits_follow_the_node_and_a_class_change_keeps_the_old_class(real_iron
     assert node in Fleet.owned(driver, HOSTS[0], ironic={"shard": ironic.shard})
     driver.update_provider_tree(tree, node)
     assert dict(tree.data(node).inventory) == {}
+
+
+def test_a_renewal_that_starts_late_is_counted_and_past_a_third_of_the_lease_logged(
+        nova_config, caplog):
+    """nova's work holding the process (under eventlet, a stretch that never yields)
+    delays the membership renewals: each one's lateness goes into the driver's
+    histogram, and one later than a third of the lease is logged."""
+    CONF.set_override("peers_from", "coordination", group="rp_reporter")
+    try:
+        driver = Fleet.driver("ours")
+        ring = driver._coordinated_ring()
+        with caplog.at_level("WARNING"):
+            ring._renewal_started(0.2, lease=10)
+            ring._renewal_started(3.5, lease=10)
+    finally:
+        CONF.clear_override("peers_from", group="rp_reporter")
+    histogram = "rp_reporter_membership_renewal_late_seconds"
+    assert driver._metrics.registry.get_sample_value(f"{histogram}_count") == 2
+    assert driver._metrics.registry.get_sample_value(f"{histogram}_bucket", {"le": "3.0"}) == 1
+    late = [r.getMessage() for r in caplog.records if "renewal started" in r.getMessage()]
+    assert late == ["membership renewal started 3.5 s late (lease 10 s): nova's work held "
+                    "the process meanwhile"]
