@@ -67,12 +67,13 @@ class Placement:
         """The providers nova's scheduler is offered for one unit of ``resource_class``
         (its allocation candidates, with the root traits of nova's resource tracker)."""
         required = ",".join((*self.nova_traits, "!COMPUTE_STATUS_DISABLED"))
-        resp = self.http.get(f"{self.url}/allocation_candidates?resources={resource_class}"
-                             f":1&root_required={required}", timeout=30)
-        if resp.status_code == 400 and "No such resource class" in resp.text:
-            return set()  # nobody made the class yet (Placement 13 answers 400, not none)
-        assert resp.status_code == 200, f"{resp.url}: {resp.status_code} {resp.text}"
-        return set(resp.json()["provider_summaries"])
+        found = self._call("GET", f"/allocation_candidates?resources={resource_class}:1"
+                                  f"&root_required={required}", expect=(200, 400))
+        if "errors" in found:  # a 400
+            # Nobody made the class yet: Placement 13 answers 400, later ones none.
+            assert "No such resource class" in found["errors"][0]["detail"], found
+            return set()
+        return set(found["provider_summaries"])
 
     def holding(self, resource_class):
         """The providers with one unit of ``resource_class`` to offer, whoever they are

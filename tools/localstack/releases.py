@@ -73,7 +73,7 @@ RELEASES = {
 }
 NEWEST = "2026.2"
 # What the stacks' virtualenvs add, at the versions the newest release's were seen
-# working with; an older release takes the versions of its date.
+# working with; an older release takes those of its constraints file.
 TOOLS = {"gunicorn": "27.0.1", "PyMySQL": "1.2.4"}
 
 
@@ -128,14 +128,14 @@ def compile_constraints(name, uv):
     wanted = [f"{service}=={version}" for service, version in release.services.items()]
     out = constraints_file(name)
     out.parent.mkdir(exist_ok=True)
-    pins = subprocess.run(
+    resolved = subprocess.run(
         [uv, "pip", "compile", "--quiet", "--no-header", "--no-annotate",
          "--python-version", "3.11", "--exclude-newer", release.libraries_of,
          *(option for service in release.services
            for option in ("--exclude-newer-package", f"{service}={_POINT_RELEASES_UP_TO}")),
          "-"], input="\n".join([*wanted, *COMPILED_WITH]), text=True, check=True,
         capture_output=True).stdout
-    kept = [line for line in pins.splitlines() if not line.startswith(("-e ", "rp-reporter"))]
+    kept = [line for line in resolved.splitlines() if not line.startswith(("-e ", "rp-reporter"))]
     out.write_text(f"# OpenStack {name}: python -m tools.localstack constraints --release {name}\n"
                    + "\n".join(kept) + "\n")
     return out
