@@ -113,11 +113,23 @@ class Nova:
         assert resp.status_code == 200, f"GET server {server}: {resp.status_code} {resp.text}"
         return resp.json()["server"]
 
-    def wait_built(self, server, timeout=180):
-        """The server once it is ACTIVE or ERROR (AssertionError after ``timeout``)."""
-        return wait_until(lambda: self.server(server),
-                          lambda found: found["status"] in ("ACTIVE", "ERROR"), timeout,
-                          f"server {server} ACTIVE or ERROR", interval=0.5)
+    def wait_built(self, server, timeout=180, fault_within=30):
+        """The server once it is ACTIVE or ERROR (AssertionError after ``timeout``); in
+        ERROR, with its fault when nova records one within ``fault_within`` s.  nova
+        saves the ERROR first and adds the fault after it (the conductor's
+        set_vm_state_and_notify): a read in between saw ERROR without its fault on
+        nova 31 ("No valid host" a moment later)."""
+        built = wait_until(lambda: self.server(server),
+                           lambda found: found["status"] in ("ACTIVE", "ERROR"), timeout,
+                           f"server {server} ACTIVE or ERROR", interval=0.5)
+        if built["status"] == "ERROR" and not built.get("fault"):
+            try:
+                built = wait_until(lambda: self.server(server),
+                                   lambda found: bool(found.get("fault")), fault_within,
+                                   f"server {server}'s fault", interval=0.5)
+            except NotSeen:
+                pass
+        return built
 
     def delete(self, server):
         self._call("DELETE", f"/servers/{server}", expect=(204, 404))
