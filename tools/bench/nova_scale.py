@@ -61,6 +61,7 @@ from tools import clients
 from tools import localstack
 from tools.bench import common
 from tools.bench import fleet
+from tools.localstack import releases
 from tools.wait import NotSeen
 from tools.wait import wait_for
 
@@ -69,6 +70,9 @@ SERVICES = 3   # of the shards' and rp_reporter's setups
 AGENTS = 2     # beside rp_reporter's services
 TEMPLATES = 10
 LEASE, HEARTBEAT = 10, 1   # rp_reporter's [coordination] in nova-compute (s)
+# rp_reporter's driver line when a membership renewal starts later than a third of the
+# lease (nova's work held the process: under eventlet, a stretch that never yields).
+LATE_RENEWAL = re.compile(r"membership renewal started (\d+\.\d+) s late")
 # A periodic whose last line is more recent than this may still be running.
 RUNNING_WITHIN_S = 10
 # oslo.service's line at the start of each run of the periodic (at DEBUG).
@@ -140,6 +144,30 @@ def during_periodic(log_path, start, end, now=None):
     return any(first <= end and last >= start for first, last in spans)
 
 
+def late_renewals(log_path):
+    """The lateness (s) of each membership renewal that started later than a third of
+    the lease, from the driver's warnings in one service's log."""
+    with open(log_path, errors="replace") as f:
+        return [float(m.group(1)) for m in map(LATE_RENEWAL.search, f) if m]
+
+
+def renewal_figures(setup, logs):
+    """How late each rp_reporter service's membership renewals started, from its
+    /metrics (the driver's histogram: how many, in which bucket) and its log (every one
+    later than a third of the lease, exactly)."""
+    figures = {}
+    for host, port in setup.metrics_ports.items():
+        samples = common.scrape(port, "rp_reporter_membership_renewal_late_seconds")
+        late = late_renewals(logs[host])
+        figures[host] = {
+            "renewals": samples.get("rp_reporter_membership_renewal_late_seconds_count"),
+            "buckets": {key.split('le="')[1].rstrip('"}'): value for key, value in
+                        samples.items() if key.endswith('"}') and 'le="' in key},
+            "later_than_third_of_lease": len(late),
+            "latest_s": max(late, default=None)}
+    return figures
+
+
 def failed_periodics(log_path):
     """update_available_resource periodics that ended in an error (nova's own line)."""
     with open(log_path, errors="replace") as f:
@@ -166,6 +194,7 @@ class Setup:
             self.sections.setdefault(section, {}).update(values)
         self.full_pass_every = full_pass_every  # rp_reporter's services only
         self.agents = None
+        self.metrics_ports = {}  # rp_reporter's services: the driver's /metrics
         self.placement = clients.Placement(stack.placement_url,
                                            auth=stack.admin_auth("placement"))
 
@@ -211,13 +240,15 @@ class Setup:
         if self.name != "rp_reporter":
             return {}
         path = os.path.join(self.workdir, f"rp_reporter-{host}.conf")
+        self.metrics_ports[host] = localstack.free_port()
         with open(path, "w") as f:
             f.write(self.stack.reporter_conf(
                 DEFAULT={"host": host},
                 coordination={"group": f"nova-{self.shards[0]}", "lease": str(LEASE),
                               "heartbeat": str(HEARTBEAT)}))
         return {"rp_reporter": {"peers_from": "coordination", "config_file": path,
-                                "full_pass_every": str(self.full_pass_every)}}
+                                "full_pass_every": str(self.full_pass_every),
+                                "metrics_bind": f"127.0.0.1:{self.metrics_ports[host]}"}}
 
     def processes(self):
         return {host: self.stack.service(f"nova-compute-{host}").proc.pid
@@ -410,6 +441,7 @@ def measure(stack, name, nodes, args, workdir):
     nova = clients.Nova(stack)
     flavor = nova.flavor(f"bm-{setup.resource_class}", setup.placement_class)
     row = {"nodes": nodes, "setup": name, "services": len(setup.hosts),
+           "release": stack.release.name,
            "agents": AGENTS if name == "rp_reporter" else 0,
            "periodic_interval_s": args.periodic, "nova_settings": args.nova,
            "lease_s": LEASE if name == "rp_reporter" else None,
@@ -437,6 +469,8 @@ def measure(stack, name, nodes, args, workdir):
                                          for h, pid in setup.processes().items()},
                    service_cpu_s={h: round(common.process_cpu(pid), 1)
                                   for h, pid in setup.processes().items()})
+        if setup.metrics_ports:  # before the kill: every service answers
+            row["membership_renewals"] = renewal_figures(setup, logs)
         kept = {b["server"]: b["node"] for b in built if b["together"]}
         if not args.no_kill:
             # A takeover costs what the start cost per node: watched for a lease, an
@@ -457,7 +491,7 @@ def run(args):
     workdir = tempfile.mkdtemp(prefix="nova-scale-")
     stack = localstack.LocalStack(os.path.join(workdir, "stack"),
                                   **localstack.PROFILES["nova-cloud"])
-    rows = []
+    rows, name_of_results = [], "nova-scale" + releases.venv_suffix()
     try:
         stack.start()
         for nodes in args.nodes:
@@ -467,10 +501,10 @@ def run(args):
                 except Exception as e:  # noqa: BLE001 - one setup's failure keeps the others
                     rows.append({"nodes": nodes, "setup": name, "failed": repr(e)})
                 print(rows[-1], flush=True)
-                common.save({"rows": rows}, "nova-scale")  # after each: nothing lost
+                common.save({"rows": rows}, name_of_results)  # after each: nothing lost
     finally:
         stack.stop()
-        common.save({"rows": rows}, "nova-scale")
+        common.save({"rows": rows}, name_of_results)
     return rows
 
 

@@ -113,3 +113,14 @@ def test_a_run_that_goes_over_no_node_lasts_until_the_drivers_line(tmp_path):
                    + LINE.format(at="2026-11-26 21:01:02.000", req="req-dddd", held="0.2"))
     assert [(round(last - first, 1), n) for first, last, n in nova_scale.runs(log)] == [
         (1.5, 0), (2.0, 1)]
+
+
+def test_late_renewals_are_read_from_the_drivers_warnings(tmp_path):
+    log = tmp_path / "nova-compute.log"
+    log.write_text(
+        "x WARNING rp_reporter.nova_compute.coordinated_ring [-] membership renewal started "
+        "3.5 s late (lease 10 s): nova's work held the process meanwhile\n"
+        "x INFO nova.compute.manager [-] membership renewal started elsewhere\n"
+        "x WARNING rp_reporter.nova_compute.coordinated_ring [-] membership renewal started "
+        "12.0 s late (lease 10 s): nova's work held the process meanwhile\n")
+    assert nova_scale.late_renewals(log) == [3.5, 12.0]
