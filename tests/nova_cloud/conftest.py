@@ -56,6 +56,7 @@ CHURN_NOVA = {"DEFAULT": {"update_resources_interval": "10"},
 TOPOLOGIES = {"stock": ("stock", 0, {}), "A": ("stock", 1, {}), "B": ("rp_reporter", 0, {}),
               "C": ("rp_reporter", 2, {}), "A-churn": ("stock", 1, CHURN_NOVA),
               "C-churn": ("rp_reporter", 2, CHURN_NOVA)}
+CHURNED = ("A-churn", "C-churn")
 NODES = 8  # per topology
 RESULTS = pathlib.Path(os.environ.get("RP_BENCH_RESULTS", "bench-results")) / (
     f"nova-cloud{releases.venv_suffix()}.json")  # an older release's: nova-cloud-<release>.json
@@ -150,9 +151,10 @@ def pytest_collection_modifyitems(items):
 
 
 @contextlib.contextmanager
-def whole_cloud(workdir, stack=None):
-    """nova's API and every topology started on ``stack`` (by default a new stack, started
-    here); the topologies, and a stack started here, stopped on the way out.
+def whole_cloud(workdir, stack=None, names=tuple(TOPOLOGIES)):
+    """nova's API and the topologies ``names`` (by default every one) started on
+    ``stack`` (by default a new stack, started here); the topologies, and a stack
+    started here, stopped on the way out.
     ``cloud.results["setup_repeats"]``: the test clients' requests repeated after a
     dropped connection while it started (none on a stack that serves its load)."""
     own_stack = stack is None
@@ -172,9 +174,10 @@ def whole_cloud(workdir, stack=None):
         # Side by side: each topology's start is mostly waiting (its agents' health, its
         # nova-compute's start), one after another they took about 85 s.
         with concurrent.futures.ThreadPoolExecutor(3) as pool:
-            started = {name: pool.submit(add_topology, stack, nova, agent_dir, name, driver,
-                                         agents, nova_sections=sections)
-                       for name, (driver, agents, sections) in TOPOLOGIES.items()}
+            started = {name: pool.submit(add_topology, stack, nova, agent_dir, name,
+                                         *TOPOLOGIES[name][:2],
+                                         nova_sections=TOPOLOGIES[name][2])
+                       for name in names}
         for name, future in started.items():  # each started one is stopped below
             if future.exception() is None:
                 topologies[name] = future.result()
@@ -197,9 +200,16 @@ def whole_cloud(workdir, stack=None):
 
 
 @pytest.fixture(scope="session")
-def cloud(tmp_path_factory, nova_cloud_stack):
-    with whole_cloud(tmp_path_factory.mktemp("nova-cloud"), nova_cloud_stack) as cloud:
-        cloud.churn_timer = churn.start_after_warm_up(cloud, ("A-churn", "C-churn"))
+def cloud(request, tmp_path_factory, nova_cloud_stack):
+    # The -churn topologies only where the churn is measured: left out (-m every_release),
+    # their two nova-computes and three agents would only load the others' stories.
+    churn_measured = any(item.module.__name__.endswith("test_churn")
+                         for item in request.session.items)
+    names = [name for name in TOPOLOGIES if churn_measured or name not in CHURNED]
+    with whole_cloud(tmp_path_factory.mktemp("nova-cloud"), nova_cloud_stack,
+                     names) as cloud:
+        if churn_measured:
+            cloud.churn_timer = churn.start_after_warm_up(cloud, CHURNED)
         yield cloud
         # What the tests measured, whether they passed or not.
         RESULTS.parent.mkdir(parents=True, exist_ok=True)

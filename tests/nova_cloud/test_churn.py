@@ -32,6 +32,7 @@ import time
 
 from tests.nova_cloud import churn
 from tests.nova_cloud.conftest import CHURN_NOVA
+from tests.nova_cloud.conftest import CHURNED
 
 AGENT_INTERVAL_S = 60  # the churn topologies' [reconcile] interval (conftest.start_agents)
 SHORTEST_WAIT_S = AGENT_INTERVAL_S * 0.9  # its default jitter (0.1): the most passes
@@ -39,7 +40,6 @@ SHORTEST_WAIT_S = AGENT_INTERVAL_S * 0.9  # its default jitter (0.1): the most p
 # about that long after the window opens, so the test sleeps little (at 600 s it slept
 # 115 s of a fresh machine's CI run).
 CHURN_SECONDS = float(os.environ.get("RP_CHURN_SECONDS", 480))
-MEASURED = ("A-churn", "C-churn")
 
 
 def test_churn_with_nova_and_the_agents_both_reporting(cloud):
@@ -48,7 +48,7 @@ def test_churn_with_nova_and_the_agents_both_reporting(cloud):
     remaining = CHURN_SECONDS - (time.monotonic() - min(s["at"] for s in start.values()))
     time.sleep(max(remaining, 0))
     rows = []
-    for name in MEASURED:
+    for name in CHURNED:
         end = churn.snapshot(cloud, cloud.topologies[name])
         delta = {k: end[k] - start[name][k] for k in end}
         hours = delta.pop("at") / 3600
