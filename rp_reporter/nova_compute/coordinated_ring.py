@@ -76,6 +76,7 @@ class CoordinatedRing:
         # Who was ever a member, and whom a mover forced down: nova's database.
         self.record = group_record.GroupRecord(self.conf.coordination.group)
         self.ring_members = None  # the members the ring was last built over
+        self._ring_lapses = 0  # the membership's lapses then
         self._released_for = None  # the members free nodes were last released for
         self._managed = set()  # the nodes this service manages, as last logged
         # nova's _refresh_cache and a prompt release (renewal thread) both set node_cache.
@@ -169,16 +170,20 @@ class CoordinatedRing:
     # The ring on nova's node cache ----------------------------------------
 
     def refresh_ring(self):
-        """The ring for nova's ``_refresh_hash_ring``: over the live members now."""
-        members = self.members()
-        if members != self.ring_members:
-            if members:
-                LOG.info("rp_reporter ring members now %s", sorted(members))
-            else:
-                LOG.warning("not a live member of the coordination group: no free node is "
-                            "managed here until this service is one again (nodes with its "
-                            "instances stay)")
-        self.ring_members = members
+        """The ring for nova's ``_refresh_hash_ring``: over the live members now.  Said
+        when the members changed, and when this service's lease lapsed since (a pause, a
+        partition): the members it sees may be the same again, as when its renewal ran
+        before nova's refresh (under eventlet, nova 31 to 33)."""
+        members, lapses = self.members(), self.membership.lapses
+        if members and (members != self.ring_members or lapses != self._ring_lapses):
+            LOG.info("rp_reporter ring members now %s%s", sorted(members),
+                     "" if lapses == self._ring_lapses or self.ring_members is None
+                     else " (a live member again: its lease had lapsed)")
+        elif not members and members != self.ring_members:
+            LOG.warning("not a live member of the coordination group: no free node is "
+                        "managed here until this service is one again (nodes with its "
+                        "instances stay)")
+        self.ring_members, self._ring_lapses = members, lapses
         return self.ring_of(members)
 
     def ring_of(self, members):

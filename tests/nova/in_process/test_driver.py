@@ -772,6 +772,41 @@ def test_traits_follow_the_node_and_a_class_change_keeps_the_old_class(real_iron
     assert dict(tree.data(node).inventory) == {}
 
 
+class Lapsing:
+    """A live membership of ``members`` whose lease lapses when the test says."""
+
+    fenced, lapses = False, 0
+
+    def __init__(self, members):
+        self._members = members
+
+    def members(self):
+        return set(self._members)
+
+
+def test_a_service_whose_lease_lapsed_says_it_is_a_ring_member_again(nova_config, caplog):
+    """Paused past its lease (SIGSTOP), a service sees the members it saw before once it
+    runs again; under eventlet (nova 31 to 33) its renewal ran before nova's next
+    refresh, so the ring was the same and nothing said it was a member again."""
+    CONF.set_override("peers_from", "coordination", group="rp_reporter")
+    CONF.set_override("host", HOSTS[0])
+    try:
+        ring = Fleet.driver("ours")._coordinated_ring()
+        ring.membership = Lapsing(HOSTS[:2])
+        with caplog.at_level("INFO"):
+            ring.refresh_ring()
+            ring.refresh_ring()  # nothing changed: nothing said
+            ring.membership.lapses += 1  # the pause: a renewal after the deadline
+            ring.refresh_ring()
+            ring.refresh_ring()
+    finally:
+        CONF.clear_override("peers_from", group="rp_reporter")
+    said = [r.getMessage() for r in caplog.records if "ring members now" in r.getMessage()]
+    assert said == [f"rp_reporter ring members now {sorted(HOSTS[:2])}",
+                    f"rp_reporter ring members now {sorted(HOSTS[:2])} (a live member "
+                    "again: its lease had lapsed)"]
+
+
 def test_a_renewal_that_starts_late_is_counted_and_past_a_third_of_the_lease_logged(
         nova_config, caplog):
     """nova's work holding the process (under eventlet, a stretch that never yields)
