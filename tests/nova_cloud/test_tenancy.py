@@ -39,6 +39,7 @@ from tests.functional.agents import AgentProcess
 from tools import clients
 from tools.localstack import glance
 from tools.localstack import keystone
+from tools.localstack import releases
 from tools.wait import wait_for
 
 SHARD, HOST = "shard-tenancy", "compute-tenancy"
@@ -51,7 +52,8 @@ EXTRA = "CUSTOM_TENANCY_EXTRA"
 COMPUTE = {"DEFAULT": {"update_resources_interval": "10"},
            "compute": {"resource_provider_association_refresh": "30"}}
 NO_VALID_HOST = "No valid host was found"
-RESULTS = pathlib.Path(os.environ.get("RP_BENCH_RESULTS", "bench-results")) / "nova-tenancy.json"
+RESULTS = pathlib.Path(os.environ.get("RP_BENCH_RESULTS", "bench-results")) / (
+    f"nova-tenancy{releases.venv_suffix()}.json")  # an older release's: nova-tenancy-<release>.json
 
 
 class Tenancy:
