@@ -51,6 +51,12 @@ HEARTBEAT = 1     # its renewal interval (s)
 PERIODIC = 10     # nova's [DEFAULT] update_resources_interval (s)
 SERVICE_DOWN = 20  # nova's [DEFAULT] service_down_time on the computes (s)
 REPORT = 5        # nova's [DEFAULT] report_interval (s)
+# What nova's calls to nova-conductor add to a takeover and to a move, on a release
+# whose every call waits for its reply in 0.5 s steps (oslo.messaging before 18:
+# releases.rpc_reply_step_s): a survivor's periodic taking the free nodes over, or a
+# re-homing round with its move (the services, the group record, the instances, the
+# claim, the move, its action and events, the compute node record), about 20 calls.
+RPC_SLACK = 20 * releases.current().rpc_reply_step_s  # s: 10 on nova 31 to 33, 0 on 34
 # nova's [DEFAULT] periodic_fuzzy_delay: nova delays a service's first periodic run by a
 # random 0..60 s (the default) after its start, and a survivor started that recently
 # would claim nothing until then: the bounds are about a running service.

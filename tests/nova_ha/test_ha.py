@@ -704,8 +704,9 @@ def test_free_nodes_of_a_killed_service_become_schedulable_through_a_survivor(ou
     """Item 1: within one lease plus one resource-tracker run, and a server boots.  A
     survivor claims at its next run, which starts up to one interval after its last
     one ended (nova's periodic loop runs the other periodic tasks too), and the run
-    itself takes a few seconds here: the bound is the lease and two intervals."""
-    assert ours["kill_to_free_schedulable_s"] <= ha.LEASE + 2 * ha.PERIODIC, ours
+    itself takes a few seconds here: the bound is the lease and two intervals (and
+    nova's calls to its conductor, where each waits 0.5 s steps: ha.RPC_SLACK)."""
+    assert ours["kill_to_free_schedulable_s"] <= ha.LEASE + 2 * ha.PERIODIC + ha.RPC_SLACK, ours
     assert ours["booted_on_free"] == "ACTIVE"
 
 
@@ -713,10 +714,11 @@ def test_free_nodes_of_a_killed_service_become_schedulable_through_a_survivor(ou
 def test_its_servers_are_rehomed_once_it_is_fenced(ours):
     """Item 2: moved by a survivor after the fence, by its re-homing job (every
     report_interval, after watching the dead service's reports stall for
-    service_down_time): bounded by two resource-tracker intervals."""
+    service_down_time): bounded by two resource-tracker intervals (and nova's calls
+    to its conductor, where each waits 0.5 s steps: ha.RPC_SLACK)."""
     assert ours["fence_to_rehomed_s"] is not None
     assert 0 <= ours["rehomed_after_fence_logged_s"], ours
-    assert ours["fence_to_rehomed_s"] <= 2 * ha.PERIODIC, ours
+    assert ours["fence_to_rehomed_s"] <= 2 * ha.PERIODIC + ha.RPC_SLACK, ours
 
 
 @pytest.mark.every_release

@@ -46,9 +46,11 @@ REPO = HERE.parent.parent
 # compute record: the build found no host).  nova_compute_runs: on what
 # nova-compute's own command runs nova (and the driver's threads): eventlet's green
 # threads (31 to 33; 32 and 33 also offer native threads, marked experimental) or
-# native threads (34).
+# native threads (34).  rpc_reply_step_s: how a nova service's RPC call waits for its
+# reply: oslo.messaging before 18 polls for it every 0.5 s (its lp-2035113 workaround),
+# so every call to nova-conductor takes at least 0.5 s; 18 waits on it (0).
 Release = collections.namedtuple(
-    "Release", "name libraries_of services nova_traits nova_compute_runs")
+    "Release", "name libraries_of services nova_traits nova_compute_runs rpc_reply_step_s")
 
 # Later than every pinned point release: the pins, not the date, choose them.
 _POINT_RELEASES_UP_TO = "2026-11-01"
@@ -57,19 +59,19 @@ RELEASES = {
     "2025.1": Release("2025.1", "2025-04-03", {
         "nova": "31.3.1", "ironic": "29.1.0", "openstack-placement": "13.0.1",
         "keystone": "27.1.0", "glance": "30.2.0", "neutron": "26.0.6"}, ("COMPUTE_NODE",),
-        "eventlet"),
+        "eventlet", 0.5),
     "2025.2": Release("2025.2", "2025-10-02", {
         "nova": "32.2.1", "ironic": "32.1.0", "openstack-placement": "14.0.0",
         "keystone": "28.1.0", "glance": "31.1.0", "neutron": "27.0.4"}, ("COMPUTE_NODE",),
-        "eventlet"),
+        "eventlet", 0.5),
     "2026.1": Release("2026.1", "2026-04-02", {
         "nova": "33.0.2", "ironic": "35.1.0", "openstack-placement": "15.0.0",
         "keystone": "29.1.0", "glance": "32.0.0", "neutron": "28.0.2"}, ("COMPUTE_NODE",),
-        "eventlet"),
+        "eventlet", 0.5),
     "2026.2": Release("2026.2", None, {
         "nova": "34.0.0", "ironic": "39.0.0", "openstack-placement": "16.0.0",
         "keystone": "30.0.0", "glance": "33.0.0", "neutron": "29.0.0"}, ("OWNER_NOVA",),
-        "threading"),
+        "threading", 0),
 }
 NEWEST = "2026.2"
 # What the stacks' virtualenvs add, at the versions the newest release's were seen
