@@ -175,10 +175,10 @@ class CoordinatedRing:
         partition): the members it sees may be the same again, as when its renewal ran
         before nova's refresh (under eventlet, nova 31 to 33)."""
         members, lapses = self.members(), self.membership.lapses
-        if members and (members != self.ring_members or lapses != self._ring_lapses):
+        lapsed = lapses != self._ring_lapses and self.ring_members is not None
+        if members and (members != self.ring_members or lapsed):
             LOG.info("rp_reporter ring members now %s%s", sorted(members),
-                     "" if lapses == self._ring_lapses or self.ring_members is None
-                     else " (a live member again: its lease had lapsed)")
+                     " (a live member again: its lease had lapsed)" if lapsed else "")
         elif not members and members != self.ring_members:
             LOG.warning("not a live member of the coordination group: no free node is "
                         "managed here until this service is one again (nodes with its "
