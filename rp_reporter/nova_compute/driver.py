@@ -25,6 +25,7 @@ from rp_reporter.nova_compute import content
 from rp_reporter.nova_compute import coordinated_ring
 from rp_reporter.nova_compute import guard
 from rp_reporter.nova_compute import metrics as driver_metrics
+from rp_reporter.nova_compute import node_listing
 from rp_reporter.nova_compute import options  # noqa: F401 - registers [rp_reporter]
 from rp_reporter.nova_compute import periodic
 from rp_reporter.nova_compute import rehome
@@ -58,6 +59,7 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
     """nova's Ironic driver; provider content (and optionally the ring) from rp_reporter."""
 
     _periodic = periodic.EVERY_NODE  # until __init__ (nova's tests may skip it)
+    _listing = None
 
     def __init__(self, virtapi, read_only=False):
         super().__init__(virtapi, read_only)
@@ -69,6 +71,11 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
         self._managed = set()  # peers_from = nova: the nodes managed here, as last logged
         self._metrics = driver_metrics.DriverMetrics()
         self._periodic = periodic.PeriodicNodes(CONF.rp_reporter.full_pass_every)
+        self._listing = None  # full_pass_every above 1: the fleet, listed where it changed
+        if self._periodic.passes.enabled:
+            self._listing = node_listing.NodeListing(
+                lambda: self.ironic_connection, self._periodic.passes.longest_s,
+                self._metrics.node_list_requests)
 
     def _coordinated(self):
         return CONF.rp_reporter.peers_from == "coordination"
@@ -125,7 +132,15 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
                 and super().is_node_deleted(nodename))
 
     def _get_node_list(self, return_generator=False, **kwargs):
-        nodes = super()._get_node_list(return_generator, **kwargs)
+        if (self._listing is not None and not return_generator
+                and kwargs.get("fields") == ironic_driver._NODE_FIELDS
+                and set(kwargs) <= {"fields", "shard", "conductor_group"}):
+            # nova's node refresh (_refresh_cache): the fleet it lists, from the nodes
+            # written since the last listing (nova's own code then picks this
+            # service's nodes from it, as from a listing of its own).
+            nodes = self._listing.nodes(**kwargs)
+        else:
+            nodes = super()._get_node_list(return_generator, **kwargs)
         if not return_generator and "associated" not in kwargs:
             self._periodic.listed(nodes)  # the fleet, as nova's node refresh lists it
         return nodes

@@ -37,6 +37,12 @@ class DriverMetrics:
             "heartbeat: nova's work holding the process (under eventlet, a stretch that "
             "never yields) delays it; past the lease the service is fenced.",
             buckets=(0.1, 0.5, 1, 2, 3, 5, 10, 30), registry=self.registry)
+        self.node_list_requests = prom.Counter(
+            "rp_reporter_ironic_node_list_requests",
+            "Requests for pages of Ironic's node list made for nova's node refresh with "
+            "full_pass_every above 1, by listing: full (the whole fleet, once a full pass) "
+            "or changes (the nodes written since the last listing).", ("listing",),
+            registry=self.registry)
 
     def serve(self, bind, member):
         """/metrics, and /healthz: 200 while ``member()`` (a live member of the group)."""

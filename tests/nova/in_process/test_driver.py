@@ -21,8 +21,11 @@ list is what nova's ServiceList would return.
 """
 
 import contextlib
+import datetime
+import json
 import threading
 import time
+import types
 import uuid
 
 import nova.conf
@@ -44,6 +47,7 @@ from rp_reporter import model
 from rp_reporter import nova_compute
 from rp_reporter import rehoming
 from rp_reporter.nova_compute import guard
+from rp_reporter.nova_compute import periodic
 from rp_reporter.nova_compute import rehome
 from rp_reporter.sync import plan as planner
 from tools import clients
@@ -106,13 +110,49 @@ class Fleet:
 
 
 class FakeConnection:
-    """nova's openstacksdk baremetal proxy, for a listing only."""
+    """nova's openstacksdk baremetal proxy, for a listing only: openstacksdk's (what
+    nova's driver asks) and Ironic's sorted pages (what rp_reporter's driver asks with
+    full_pass_every above 1).  Ironic stamps a node when it is written: here, when a
+    listing finds it changed since the last (``listing`` holds live objects a test
+    changes)."""
 
     def __init__(self, nodes):
         self.listing = nodes
+        self._seen = {}  # uuid: the node as the last listing found it
 
     def nodes(self, **query):
         return iter(self.listing)
+
+    def _stamped(self):
+        now = datetime.datetime.now(datetime.timezone.utc).isoformat()
+        for node in self.listing:
+            body = node.to_dict(computed=False, original_names=True)
+            written = json.dumps({k: v for k, v in body.items()
+                                  if k not in ("created_at", "updated_at")},
+                                 sort_keys=True, default=str)
+            if node.id not in self._seen:
+                node.created_at = node.created_at or now
+            elif self._seen[node.id] != written:
+                node.updated_at = now
+            self._seen[node.id] = written
+        return self.listing
+
+    def get_endpoint_data(self):
+        return types.SimpleNamespace(min_microversion="1.1", max_microversion="1.96")
+
+    def _get_connection(self):
+        return None
+
+    def get(self, url, params, **kwargs):
+        """GET /nodes with Ironic's sort_key, sort_dir, limit and marker."""
+        key = params.get("sort_key", "id")
+        ordered = sorted(self._stamped(), key=lambda n: (getattr(n, key) or "", n.id),
+                         reverse=params.get("sort_dir") == "desc")
+        ids = [n.id for n in ordered]
+        start = ids.index(params["marker"]) + 1 if "marker" in params else 0
+        page = ordered[start:start + int(params["limit"])]
+        body = {"nodes": [n.to_dict(computed=False, original_names=True) for n in page]}
+        return types.SimpleNamespace(status_code=200, json=lambda: body)
 
 
 def owners_of(owned, node_ids):
@@ -693,6 +733,61 @@ def test_conductor_group_deployment_with_peer_lists(real_ironic, stack, ironic, 
     for kind in CLASSES:
         with pytest.raises(exception.InvalidPeerList):
             Fleet.owned(Fleet.driver(kind), "elsewhere", ironic=config)
+
+
+def test_the_fleet_listed_where_it_changed_is_what_novas_own_listing_gives(
+        real_ironic, ironic, monkeypatch):
+    """With full_pass_every above 1, nova's node refresh lists the whole fleet at the
+    start and then the nodes Ironic wrote since: through each kind of write nova reads
+    (maintenance, properties, a server of another service's, a node created), nova's
+    cache holds what nova's own driver lists, field by field; a node deleted from Ironic
+    leaves at the next whole listing, a full pass on."""
+    Fleet(monkeypatch, HOSTS[:1])
+    CONF.set_override("full_pass_every", 4, group="rp_reporter")
+    try:
+        drivers = {kind: Fleet.driver(kind) for kind in CLASSES}
+    finally:
+        CONF.clear_override("full_pass_every", group="rp_reporter")
+    clock = [0.0]
+    drivers["ours"]._listing.clock = lambda: clock[0]
+    requests = drivers["ours"]._metrics.node_list_requests
+
+    def caches():
+        """Each driver's node cache after a node refresh: {uuid: nova's fields}."""
+        found = {}
+        for kind, driver in drivers.items():
+            for name, group, value in (("host", None, HOSTS[0]),
+                                       ("shard", "ironic", ironic.shard)):
+                CONF.set_override(name, value, group=group)
+            try:
+                driver._refresh_cache()
+            finally:
+                CONF.clear_override("host")
+                CONF.clear_override("shard", group="ironic")
+            found[kind] = {uuid_: periodic.fingerprint(node)
+                           for uuid_, node in driver.node_cache.items()}
+        return found
+
+    nodes = ironic.create_many(4)
+    first = caches()
+    assert first["ours"] == first["nova"] and set(first["ours"]) == set(nodes)
+    ironic.set_maintenance(nodes[0], True)
+    ironic.patch(nodes[1], properties={"cpu_arch": "aarch64", "memory_mb": 4096})
+    ironic.patch(nodes[2], instance_uuid=str(uuid.uuid4()))  # another service's server
+    new = ironic.create()
+    for _ in range(2):  # and again, nothing written meanwhile
+        found = caches()
+        assert found["ours"] == found["nova"]
+        assert set(found["ours"]) == {nodes[0], nodes[1], nodes[3], new}
+    assert requests.labels("full")._value.get() == 1
+    assert requests.labels("changes")._value.get() == 4  # two sorted requests a refresh
+    ironic.delete(nodes[3])
+    found = caches()
+    assert nodes[3] in found["ours"] and nodes[3] not in found["nova"]
+    clock[0] += drivers["ours"]._periodic.passes.longest_s
+    found = caches()
+    assert found["ours"] == found["nova"] and nodes[3] not in found["ours"]
+    assert requests.labels("full")._value.get() == 2
 
 
 def test_update_provider_tree_matches_the_agents_model(real_ironic, ironic, monkeypatch):

@@ -187,9 +187,11 @@ def test_a_node_released_and_taken_back_is_due(service):
 
 def test_a_node_gone_from_the_service_and_back_is_due(service):
     service.periodic()
-    gone = service.connection.listing.pop(3)
+    gone = service.nodes[3]
+    gone.instance_id = str(uuid.uuid4())  # a server of another service's on it
     service.periodic()
-    service.connection.listing.append(gone)
+    assert gone.id not in service.driver.node_cache
+    gone.instance_id = None
     assert service.periodic() == {gone.id}
 
 
@@ -284,3 +286,34 @@ def test_a_node_the_driver_spawned_on_or_destroyed_on_is_due(service, operation,
     with pytest.raises(IronicDown):
         getattr(service.driver, operation)(*args)
     assert node in service.periodic()
+
+
+def requests(service):
+    """Ironic node list requests so far of nova's node refreshes, by listing."""
+    counter = service.driver._metrics.node_list_requests
+    return {kind: counter.labels(kind)._value.get() for kind in ("full", "changes")}
+
+
+def test_the_fleet_is_listed_whole_once_a_full_pass_and_otherwise_where_it_changed(service):
+    """nova's node refresh (each periodic's, each build's) lists the whole fleet at the
+    start and once a full pass; between them, the nodes written since (two short sorted
+    requests), and nova's cache still holds every field nova reads as Ironic has it."""
+    service.driver._listing.clock = service.clock
+    assert service.periodic() == service.every
+    assert requests(service) == {"full": 1, "changes": 0}
+    service.nodes[0].properties = {"cpu_arch": "aarch64"}  # written in Ironic
+    new = sdk_node.Node(id=str(uuid.uuid4()), instance_id=None, properties=PROPERTIES)
+    service.connection.listing.append(new)  # created in Ironic
+    assert service.periodic() == {service.nodes[0].id, new.id}
+    assert service.driver.node_cache[service.nodes[0].id].properties["cpu_arch"] == "aarch64"
+    service.nodename()  # a build's question refreshes too
+    assert requests(service) == {"full": 1, "changes": 4}
+    # A node deleted from Ironic: only the whole fleet's listing sees it go.
+    deleted = service.connection.listing.pop(1)
+    service.periodic()
+    assert deleted.id in service.driver.node_cache
+    while requests(service)["full"] == 1:
+        service.periodic()
+    assert deleted.id not in service.driver.node_cache
+    assert set(service.driver.node_cache) == service.every  # the listing: deleted gone
+    assert service.clock.now - 1000 >= service.driver._periodic.passes.longest_s
