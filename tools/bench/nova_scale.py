@@ -32,13 +32,19 @@ rows (``common.copy_nodes``).  Measured, in this order:
 * the time from the services' start until every node is offered to nova's scheduler
   (Placement's allocation candidates with the root traits nova asks for);
 * each ``update_available_resource`` periodic of each service, from nova's own log (at
-  DEBUG nova releases the resource tracker's lock once per node, ``runs``), and over
-  ``--observe`` seconds after every service's first whole one, the CPU of each service,
-  the database and Placement;
+  DEBUG nova releases the resource tracker's lock once per node, ``runs``), the longest
+  quiet one after the start (one node at most), and over ``--observe`` seconds after
+  every service's first whole one, the CPU of each service, the database and Placement,
+  and the node list requests of nova's node refreshes per interval (Ironic's log;
+  rp_reporter's driver's /metrics);
 * boot latency, API call to ACTIVE, of ``--boots`` servers one after another and then
   ``--boots-at-once`` together, each told by whether a periodic of the service that
   built it ran meanwhile; then the first ones deleted, and each freed node's time from
   Ironic saying available to Placement offering it;
+* one service stopped and started again with its compute node records in place (the
+  servers booted together kept): when its start-up pass is over and its free nodes
+  schedulable again, the boot latency of servers forced onto it as it starts, what
+  was lost (``--no-restart`` leaves it out);
 * one service of several SIGKILLed, with the servers booted together kept: when its
   free nodes are schedulable through a survivor; compute node records, providers and
   allocations counted before and after; each service's peak RSS before.
@@ -73,6 +79,10 @@ LEASE, HEARTBEAT = 10, 1   # rp_reporter's [coordination] in nova-compute (s)
 # rp_reporter's driver line when a membership renewal starts later than a third of the
 # lease (nova's work held the process: under eventlet, a stretch that never yields).
 LATE_RENEWAL = re.compile(r"membership renewal started (\d+\.\d+) s late")
+# Ironic's line for a node list request of nova's node refresh (nova's fields).
+NODE_LIST = re.compile(r'"GET /v1/nodes/?\?(\S*fields=uuid(?:,|%2C)power_state(?:,|%2C)'
+                       r'target_power_state\S*) ')
+SHARD = re.compile(r"(?:^|&)shard=([^&]+)")
 # A periodic whose last line is more recent than this may still be running.
 RUNNING_WITHIN_S = 10
 # oslo.service's line at the start of each run of the periodic (at DEBUG).
@@ -92,15 +102,17 @@ def _at(line):
     return datetime.datetime.fromisoformat(line[:23]).timestamp()
 
 
-def runs(log_path):
+def runs(log_path, offset=0):
     """[(first, last, nodes)] of each update_available_resource periodic in one
-    service's log, in order of start (time.time() values): from oslo.service's line
+    service's log from byte ``offset`` (a restarted service's log goes on in the same
+    file), in order of start (time.time() values): from oslo.service's line
     starting it (the run at the service's start has none: its first node) to its last
     release of the resource tracker's lock, or rp_reporter's driver line naming the
     nodes it goes over when it goes over none; and how many nodes it went over.  Each
     node's line carries the run's request id (one service's runs may share one)."""
     found, started, began, went_over = {}, 0, {}, {}
     with open(log_path, errors="replace") as f:
+        f.seek(offset)
         for line in f:
             if STARTED in line:
                 started += 1
@@ -124,10 +136,10 @@ def _last_may_run(ordered, now):
     return bool(ordered) and (now or time.time()) - ordered[-1][1] < RUNNING_WITHIN_S
 
 
-def periodics(log_path, now=None):
-    """[(start, seconds, nodes)] of each finished periodic in one service's log; the
-    latest is left out while it may still be running."""
-    ordered = runs(log_path)
+def periodics(log_path, now=None, offset=0):
+    """[(start, seconds, nodes)] of each finished periodic in one service's log (from
+    byte ``offset``); the latest is left out while it may still be running."""
+    ordered = runs(log_path, offset)
     if _last_may_run(ordered, now):
         ordered.pop()
     return [(first, last - first, count) for first, last, count in ordered]
@@ -142,6 +154,30 @@ def during_periodic(log_path, start, end, now=None):
     if _last_may_run(ordered, now):
         spans[-1][1] = now
     return any(first <= end and last >= start for first, last in spans)
+
+
+def node_list_requests(ironic_log, start, end):
+    """Ironic's node list requests with the fields nova's node refresh asks (nova's
+    own listing, and rp_reporter's driver's of the nodes written since) logged in
+    [start, end] (time.time() values), by shard."""
+    found = {}
+    with open(ironic_log, errors="replace") as f:
+        for line in f:
+            listing = NODE_LIST.search(line)
+            if listing and start <= _at(line) <= end:
+                shard = SHARD.search(listing.group(1))
+                key = shard.group(1) if shard else None
+                found[key] = found.get(key, 0) + 1
+    return found
+
+
+def quiet_figures(periodics_):
+    """The longest periodic after each service's first (its start-up pass) that went
+    over one node at most (none due: nova is always given one), and the longest that
+    went over more (a full pass, changed nodes)."""
+    later = [(s, n) for runs_ in periodics_.values() for s, n in runs_[1:]]
+    return {"quiet_periodic_max_s": max((s for s, n in later if n <= 1), default=None),
+            "busy_periodic_max_s": max((s for s, n in later if n > 1), default=None)}
 
 
 def late_renewals(log_path):
@@ -228,12 +264,14 @@ class Setup:
 
     def start_services(self):
         """Every nova-compute; returns their logs."""
-        logs = {}
-        for i, host in enumerate(self.hosts):
-            logs[host] = self.stack.start_compute(
-                host, "stock" if self.name.startswith("stock") else "rp_reporter",
-                self.shards[i % len(self.shards)], **self.sections, **self._ring(host))
-        return logs
+        return {host: self.start_service(host) for host in self.hosts}
+
+    def start_service(self, host):
+        """nova-compute ``host`` (started again: its log goes on); returns its log."""
+        i = self.hosts.index(host)
+        return self.stack.start_compute(
+            host, "stock" if self.name.startswith("stock") else "rp_reporter",
+            self.shards[i % len(self.shards)], **self.sections, **self._ring(host))
 
     def _ring(self, host):
         """rp_reporter's [rp_reporter] section and config file for ``host``."""
@@ -393,13 +431,16 @@ def steady(stack, setup, logs, args):
     which serve every service)."""
     wait_for(lambda: all(periodics(log) for log in logs.values()), args.timeout,
              f"{setup.name}: a whole periodic of every service", interval=5)
+    window, listed = [time.time()], [driver_requests(setup)]
     before = cpu_of(stack, setup)
     time.sleep(args.observe)
     after = cpu_of(stack, setup)
+    window.append(time.time())
+    listed.append(driver_requests(setup))
     found = {host: periodics(log) for host, log in logs.items()}
     lengths = {h: statistics.median(s for _, s, _ in r[1:] or r) for h, r in found.items() if r}
     cores = {k: (after[k] - before[k]) / args.observe for k in after}
-    return {
+    figures = {
         # each service's periodics: [seconds, nodes] in order, the first at its start
         "periodics": {h: [[round(s, 1), n] for _, s, n in r] for h, r in found.items()},
         "periodic_s": {h: round(s, 1) for h, s in lengths.items()},
@@ -407,26 +448,112 @@ def steady(stack, setup, logs, args):
         "cpu_cores": {k: round(c, 2) for k, c in cores.items()},
         "cpu_per_periodic_s": {k: round(c * lengths.get(k, statistics.median(lengths.values())),
                                         1) for k, c in cores.items()}}
+    figures.update(quiet_figures(figures["periodics"]))
+    figures.update(listing_figures(stack, setup, window, listed, args.periodic / args.observe))
+    return figures
+
+
+def driver_requests(setup):
+    """rp_reporter's services: {host: {listing: node list requests so far}} (the driver's
+    /metrics)."""
+    return {host: {key.split('listing="')[1].rstrip('"}'): value for key, value in
+                   common.scrape(port, "rp_reporter_ironic_node_list_requests_total").items()}
+            for host, port in setup.metrics_ports.items()}
+
+
+def listing_figures(stack, setup, window, listed, per_interval):
+    """Node list requests of nova's node refreshes per update interval and service, over
+    the observed window: counted by Ironic (its log, each shard's shared evenly by the
+    services on it), and by rp_reporter's driver (its /metrics, by listing)."""
+    counts = node_list_requests(os.path.join(stack.workdir, "ironic.log"), *window)
+    shard_of = {h: setup.shards[i % len(setup.shards)] for i, h in enumerate(setup.hosts)}
+    sharing = {shard: sum(s == shard for s in shard_of.values()) for shard in setup.shards}
+    figures = {"ironic_node_list_requests_per_interval": {
+        h: round(counts.get(shard, 0) / sharing[shard] * per_interval, 2)
+        for h, shard in shard_of.items()}}
+    if setup.metrics_ports:
+        before, after = listed
+        figures["driver_node_list_requests_per_interval"] = {
+            h: {kind: round((n - before.get(h, {}).get(kind, 0)) * per_interval, 2)
+                for kind, n in after[h].items()} for h in after}
+    return figures
+
+
+class Losses:
+    """Compute node records, providers and allocations (of ``kept`` servers, {server:
+    node}) before a fault, and what the fault lost of them."""
+
+    def __init__(self, setup, nova, kept):
+        self.setup, self.nova, self.kept = setup, nova, kept
+        self.homes = nova.compute_nodes()
+        self.offered = setup.placement.offered(setup.placement_class)
+        self.allocations = allocated(setup.placement, kept)
+
+    def lost(self, node_ids, suffix=""):
+        homes = self.nova.compute_nodes()
+        return {f"records_deleted{suffix}": sum(1 for n in node_ids
+                                                if self.homes.get(n) and not homes.get(n)),
+                f"records_doubled{suffix}": sum(1 for n in node_ids if len(homes.get(n, ())) > 1),
+                f"providers_deleted{suffix}": len(self.offered
+                                                  - self.setup.placement.provider_uuids()),
+                f"allocations_lost{suffix}": self.allocations - allocated(self.setup.placement,
+                                                                          self.kept)}
 
 
 def after_kill(setup, nova, node_ids, kept, timeout):
     """SIGKILL one service of several (with ``kept`` servers, {server: node}, living):
     when its free nodes are schedulable through a survivor, and what was lost."""
-    homes_before = nova.compute_nodes()
-    offered_before = setup.placement.offered(setup.placement_class)
-    allocations_before = allocated(setup.placement, kept)
+    before = Losses(setup, nova, kept)
     figures = {"kill_to_free_schedulable_s": None}  # one service: no survivor
     if len(setup.hosts) > 1:
-        killed_s, free = setup.kill(nova, homes_before, set(kept.values()), timeout)
+        killed_s, free = setup.kill(nova, before.homes, set(kept.values()), timeout)
         figures.update(kill_to_free_schedulable_s=killed_s and round(killed_s, 1),
                        killed_service_free_nodes=free)
-    homes = nova.compute_nodes()
-    return dict(figures, **{
-        "records_deleted": sum(1 for n in node_ids if homes_before.get(n) and not homes.get(n)),
-        "records_doubled": sum(1 for n in node_ids if len(homes.get(n, ())) > 1),
-        "providers_deleted": len(offered_before - setup.placement.provider_uuids()),
-        "allocations_lost": allocations_before - allocated(setup.placement, kept),
-        "servers_kept_through_kill": len(kept)})
+    return dict(figures, **before.lost(node_ids), servers_kept_through_kill=len(kept))
+
+
+def after_restart(setup, nova, flavor, node_ids, logs, kept, args):
+    """The last service stopped (SIGTERM) with its compute node records in place and
+    started again: when its start-up pass is over (nova takes no request before it)
+    and each free node it had is schedulable again (its record on a live service, and
+    offered); ``--restart-boots`` servers forced onto it as it starts (each told by
+    whether they were asked for before that pass was over); what was lost."""
+    host = setup.hosts[-1]
+    before = Losses(setup, nova, kept)
+    free = {n for n, hosts in before.homes.items() if host in hosts} - set(kept.values())
+    setup.stack.service(f"nova-compute-{host}").stop()
+    offset = os.path.getsize(logs[host])
+    started = time.time()
+    setup.start_service(host)
+
+    def boot(i):
+        asked = time.time()
+        server = nova.boot(f"{setup.resource_class}-restart-{i}", flavor, host=host)
+        built = nova.wait_built(server, args.timeout)
+        return {"server": server, "status": built["status"], "asked": asked,
+                "s": time.time() - asked}
+    with concurrent.futures.ThreadPoolExecutor(max(args.restart_boots, 1)) as pool:
+        booted = list(pool.map(boot, range(args.restart_boots)))
+    wait_for(lambda: periodics(logs[host], offset=offset), args.timeout,
+             f"{setup.name}: {host}'s start-up pass", interval=5)
+    first, took, count = periodics(logs[host], offset=offset)[0]
+    live = set(setup.hosts)
+    wait_for(lambda: (all(nova.compute_nodes().get(n, set()) & live for n in free)
+                      and free <= setup.placement.offered(setup.placement_class)),
+             args.timeout, f"{setup.name}: {host}'s free nodes schedulable", interval=2)
+    schedulable = max(first + took, time.time())
+    during = [b["s"] for b in booted if b["status"] == "ACTIVE" and b["asked"] < first + took]
+    figures = {"restarted_service": host, "restart_free_nodes": len(free),
+               "restart_first_periodic": [round(took, 1), count],
+               "restart_to_schedulable_s": round(schedulable - started, 1),
+               "restart_boots": len(booted),
+               "restart_boots_failed": sum(b["status"] != "ACTIVE" for b in booted),
+               "boots_during_first_periodic": len(during),
+               "boot_p50_during_first_periodic_s": round(statistics.median(during), 2)
+               if during else None}
+    for made in booted:
+        nova.delete(made["server"])
+    return dict(figures, **before.lost(node_ids, "_through_restart"))
 
 
 def measure(stack, name, nodes, args, workdir):
@@ -472,6 +599,10 @@ def measure(stack, name, nodes, args, workdir):
         if setup.metrics_ports:  # before the kill: every service answers
             row["membership_renewals"] = renewal_figures(setup, logs)
         kept = {b["server"]: b["node"] for b in built if b["together"]}
+        if not args.no_restart:
+            row.update(after_restart(setup, nova, flavor, node_ids, logs, kept, args))
+            print(f"{name}: restart {row['restart_to_schedulable_s']} s to schedulable",
+                  flush=True)
         if not args.no_kill:
             # A takeover costs what the start cost per node: watched for a lease, an
             # interval, the longest periodic seen (the start's) and a minute.
@@ -527,6 +658,10 @@ def add_arguments(parser):
                         help="rp_reporter's services: [rp_reporter] full_pass_every")
     parser.add_argument("--no-kill", action="store_true",
                         help="leave out the kill (a fleet whose takeover outlasts the run)")
+    parser.add_argument("--no-restart", action="store_true",
+                        help="leave out the restart of one service")
+    parser.add_argument("--restart-boots", type=int, default=4,
+                        help="servers forced onto the restarted service as it starts")
     parser.add_argument("--boots", type=int, default=20,
                         help="servers booted one after another")
     parser.add_argument("--boots-at-once", type=int, default=10,

@@ -124,3 +124,43 @@ def test_late_renewals_are_read_from_the_drivers_warnings(tmp_path):
         "x WARNING rp_reporter.nova_compute.coordinated_ring [-] membership renewal started "
         "12.0 s late (lease 10 s): nova's work held the process meanwhile\n")
     assert nova_scale.late_renewals(log) == [3.5, 12.0]
+
+
+def test_a_restarted_services_runs_are_read_from_its_restart_on(tmp_path):
+    """A service started again logs on in the same file: its start-up pass is the first
+    run after the byte offset the restart began at, not part of the run before."""
+    log = tmp_path / "nova-compute.log"
+    start = ("{at} 6281 DEBUG oslo_service.periodic_task [None req-dddd - - - - - -] Running "
+             "periodic task ComputeManager.update_available_resource run_periodic_tasks\n")
+    log.write_text(start.format(at="2026-11-26 21:00:00.000")
+                   + LINE.format(at="2026-11-26 21:00:02.000", req="req-dddd", held="0.2"))
+    offset = log.stat().st_size
+    with log.open("a") as f:
+        f.write(LINE.format(at="2026-11-26 21:05:00.000", req="req-eeee", held="0.2")
+                + LINE.format(at="2026-11-26 21:05:30.000", req="req-eeee", held="0.2"))
+    assert [(round(last - first, 1), n) for first, last, n in nova_scale.runs(log)][-1] != (
+        30.0, 2)  # read from the start, the restart's run seems to begin before it
+    assert [(round(last - first, 1), n) for first, last, n in
+            nova_scale.runs(log, offset)] == [(30.0, 2)]
+
+
+def test_node_list_requests_of_novas_refresh_are_counted_by_shard_within_the_window(tmp_path):
+    line = ('{at} 22250 INFO eventlet.wsgi.server [None req-x u - - all default -] 127.0.0.1 '
+            '"GET /v1/nodes?{query} HTTP/1.1" status: 200  len: 338 time: 0.0175257\n')
+    nova_fields = "fields=uuid%2Cpower_state%2Ctarget_power_state%2Cprovision_state"
+    log = tmp_path / "ironic.log"
+    log.write_text(
+        line.format(at="2026-11-26 21:00:00.000", query=f"shard=a&{nova_fields}")
+        + line.format(at="2026-11-26 21:00:01.000", query=f"shard=a&{nova_fields}"
+                      "&sort_key=updated_at&sort_dir=desc&limit=100")
+        + line.format(at="2026-11-26 21:00:02.000", query=f"{nova_fields}&shard=b")
+        + line.format(at="2026-11-26 21:00:03.000", query="fields=uuid,name&shard=a")  # an agent
+        + line.format(at="2026-11-26 21:09:00.000", query=f"shard=a&{nova_fields}"))  # later
+    at = datetime.datetime.fromisoformat("2026-11-26 21:00:00").timestamp()
+    assert nova_scale.node_list_requests(log, at, at + 60) == {"a": 2, "b": 1}
+
+
+def test_a_quiet_periodic_goes_over_one_node_at_most_and_the_start_is_left_out():
+    figures = nova_scale.quiet_figures({"h0": [[300.0, 1000], [4.0, 1], [6.5, 0]],
+                                        "h1": [[250.0, 990], [40.0, 990], [3.0, 1]]})
+    assert figures == {"quiet_periodic_max_s": 6.5, "busy_periodic_max_s": 40.0}
