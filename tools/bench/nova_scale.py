@@ -232,7 +232,8 @@ class Setup:
         self.agents = None
         self.metrics_ports = {}  # rp_reporter's services: the driver's /metrics
         self.placement = clients.Placement(stack.placement_url,
-                                           auth=stack.admin_auth("placement"))
+                                           auth=stack.admin_auth("placement"),
+                                           nova_traits=stack.release.nova_traits)
 
     def make_nodes(self):
         """The setup's nodes in Ironic, split evenly over its shards; returns them."""
