@@ -81,12 +81,14 @@ class FleetView:
         """Whether the next listing lists the whole fleet (``now``: monotonic)."""
         return self._full_at is None or now - self._full_at >= self.full_every_s
 
-    def took_full(self, nodes, started, wall_started, took_s):
+    def took_full(self, nodes, started, wall_started, took_s, stamped=()):
         """A listing of the whole fleet, started at ``started`` (monotonic) and
-        ``wall_started`` (aware UTC), that took ``took_s``: the fleet is its nodes."""
+        ``wall_started`` (aware UTC), that took ``took_s``: the fleet is its nodes.
+        Ironic's list leaves out the time stamps when asked for some fields only (as
+        nova asks): ``stamped``, nodes read with theirs meanwhile, tell Ironic's clock."""
         self.nodes = {node.id: node for node in nodes}
         self._full_at = started
-        self._advance(self.nodes.values(), wall_started, took_s)
+        self._advance([*self.nodes.values(), *stamped], wall_started, took_s)
 
     def took_changes(self, nodes, wall_started, took_s):
         """A listing of the nodes written since ``since``: each replaces its old self."""

@@ -107,7 +107,8 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
         # build calls it too, for its first node.  The same answer either way.
         return self._periodic.for_periodic(
             super().get_available_nodes(refresh), self.node_cache,
-            log=periodic.novas_periodic(sys._getframe(1)))
+            log=periodic.novas_periodic(sys._getframe(1)),
+            exists=self._listing and self._listing.exists)
 
     def get_available_resource(self, nodename):
         # nova's resource tracker calls this once per node it goes over (a periodic, the

@@ -40,8 +40,9 @@ class DriverMetrics:
         self.node_list_requests = prom.Counter(
             "rp_reporter_ironic_node_list_requests",
             "Requests for pages of Ironic's node list made for nova's node refresh with "
-            "full_pass_every above 1, by listing: full (the whole fleet, once a full pass) "
-            "or changes (the nodes written since the last listing).", ("listing",),
+            "full_pass_every above 1, by listing: full (the whole fleet, once a full pass), "
+            "changes (the nodes written since the last listing) or check (one node's "
+            "read: is it still there).", ("listing",),
             registry=self.registry)
 
     def serve(self, bind, member):

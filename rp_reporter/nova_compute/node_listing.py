@@ -12,11 +12,13 @@
 
 """nova's node refresh listing only what changed (``rp_reporter.fleet_listing``).
 
-The requests are nova's own listing's (the fields nova reads, its shard and conductor
-group filters, the baremetal endpoint nova's configuration names) with Ironic's sort
-keys, which openstacksdk's node query does not pass: so they go through the same
-proxy as raw GETs, each node built as openstacksdk builds a listed one.  A failure is
-nova's: logged, and ``VirtDriverNotReady`` (nova's periodic then skips its run).
+The requests are nova's own listing's (its shard and conductor group filters, the
+baremetal endpoint nova's configuration names; the whole fleet with the fields nova
+reads) with Ironic's sort keys, which openstacksdk's node query does not pass: so they
+go through the same proxy as raw GETs, each node built as openstacksdk builds a listed
+one.  The listings of what changed ask every field: Ironic's list carries the time
+stamps only then.  A failure is nova's: logged, and ``VirtDriverNotReady`` (nova's
+periodic then skips its run).
 """
 
 import datetime
@@ -33,7 +35,7 @@ from rp_reporter import fleet_listing
 
 LOG = logging.getLogger(__name__)
 FULL_PAGE = 1000  # Ironic's [api] max_limit by default: larger pages are cut to it
-CHANGES_PAGE = 100  # most quiet refreshes find a handful of nodes written since
+CHANGES_PAGE = 50  # most refreshes find a handful of nodes written since (every field)
 # nova's names of its filters and Ironic's (openstacksdk's query mapping renames some).
 FIELD_NAMES = {"id": "uuid", "instance_id": "instance_uuid", "is_maintenance": "maintenance"}
 
@@ -51,30 +53,50 @@ class NodeListing:
     def nodes(self, fields, **filters):
         """Every node of the fleet (nova's ``fields`` of each; ``filters``: nova's
         shard and conductor group), as of now."""
-        params = {"fields": ",".join(FIELD_NAMES.get(f, f) for f in fields)
-                  + ",created_at,updated_at", **filters}
         with self._lock:
             started, wall = self.clock(), datetime.datetime.now(datetime.timezone.utc)
             if self.view.full_due(started):
-                listed = list(self._pages(params, FULL_PAGE, "full"))
-                self.view.took_full(listed, started, wall, self.clock() - started)
+                # Ironic's clock first: the node it wrote last, time stamps and all
+                # (a list asked for some fields carries none).
+                newest = list(self._pages(dict(filters, sort_key="updated_at",
+                                               sort_dir="desc"), 1, "full", lambda p: False))
+                fields = ",".join(FIELD_NAMES.get(f, f) for f in fields)
+                listed = list(self._pages(dict(filters, fields=fields), FULL_PAGE, "full"))
+                self.view.took_full(listed, started, wall, self.clock() - started, newest)
                 LOG.info("nova's node refresh: the whole fleet listed, %d nodes in %.1f s "
                          "(once a full pass: the listing that sees nodes deleted or moved "
                          "out; the others list the nodes written since)",
                          len(listed), self.clock() - started)
             else:
                 since = self.view.since
-                changed = [*self._written_since("updated_at", since, params),
-                           *self._written_since("created_at", since, params)]
+                changed = [*self._written_since("updated_at", since, filters),
+                           *self._written_since("created_at", since, filters)]
                 self.view.took_changes(changed, wall, self.clock() - started)
                 LOG.debug("nova's node refresh: %d nodes written in Ironic since %s",
                           len({node.id for node in changed}), since.isoformat())
             return list(self.view.nodes.values())
 
-    def _written_since(self, key, since, params):
+    def exists(self, uuid):
+        """Whether Ironic still has node ``uuid``; a node it no longer has leaves the
+        fleet now rather than at the next whole listing."""
+        self._requests.labels("check").inc()
+        try:
+            self._connection().get_node(uuid, fields=("uuid",))
+        except sdk_exc.NotFoundException:
+            with self._lock:
+                self.view.nodes.pop(uuid, None)
+            LOG.info("Node %s is gone from Ironic: out of nova's node cache at its next "
+                     "refresh", uuid)
+            return False
+        except Exception:  # noqa: BLE001 - Ironic unreachable: nova's own read will say
+            return True
+        return True
+
+    def _written_since(self, key, since, filters):
         """The nodes written (``key``: updated_at or created_at) at or after ``since``,
-        newest first, and the rest of the last page read."""
-        sorted_params = dict(params, sort_key=key, sort_dir="desc")
+        newest first, and the rest of the last page read: every field of each, as
+        only then does Ironic's list carry the time stamps."""
+        sorted_params = dict(filters, sort_key=key, sort_dir="desc")
         return self._pages(sorted_params, CHANGES_PAGE, "changes",
                            lambda page: fleet_listing.read_on(page, key, since))
 

@@ -117,11 +117,13 @@ class PeriodicNodes:
             for name in (NOVA_MANAGER_LOG, PERIODIC_TASK_LOG):
                 logging.getLogger(name).addFilter(self._lines)
 
-    def for_periodic(self, managed, node_cache, log=False):
+    def for_periodic(self, managed, node_cache, log=False, exists=None):
         """The nodes of ``managed`` (nova's answer: every node this service manages) due at
         nova's periodic; ``node_cache``: nova's, the nodes as just listed; ``log``: the
-        call starts nova's periodic, which the line is logged for.  Which nodes are due
-        is not changed by the question (nova asks it from a build too)."""
+        call starts nova's periodic, which the line is logged for; ``exists(uuid)``:
+        whether Ironic still has a node (where the listing may hold a deleted one).
+        Which nodes are due is not changed by the question (nova asks it from a build
+        too)."""
         if not self.passes.enabled:
             return managed
         with self._lock:
@@ -140,7 +142,7 @@ class PeriodicNodes:
                 # build's anti-affinity check, among others): never empty while a node
                 # is managed here.  The node nova looked at least recently is the one
                 # closest to due anyway: its look is the full pass's work, done early.
-                answer = [self.passes.least_recent(prints)]
+                answer = self._least_recent_existing(prints, exists)
             self._given = tuple(answer)
             self._lines.quiet = frozenset(managed) - frozenset(answer)
             aged = self.passes.aged(prints, now)
@@ -148,6 +150,18 @@ class PeriodicNodes:
         if log:
             self._log(answer, due, aged, len(managed), left)
         return answer
+
+    def _least_recent_existing(self, prints, exists):
+        """[the node of ``prints`` nova looked at least recently that Ironic still has]:
+        a listing of what changed cannot see a node deleted, and nova's look at one
+        would write its provider back (a node due for a change or its age was listed)."""
+        candidates = dict(prints)
+        while candidates:
+            uuid = self.passes.least_recent(candidates)
+            if exists is None or exists(uuid):
+                return [uuid]
+            del candidates[uuid]
+        return []
 
     def _log(self, answer, due, aged, managed, left):
         longest = round(self.passes.longest_s)

@@ -137,6 +137,12 @@ class FakeConnection:
             self._seen[node.id] = written
         return self.listing
 
+    def get_node(self, uuid, fields=None):
+        found = [node for node in self.listing if node.id == uuid]
+        if not found:
+            raise sdk_exc.NotFoundException(f"node {uuid}")
+        return found[0]
+
     def get_endpoint_data(self):
         return types.SimpleNamespace(min_microversion="1.1", max_microversion="1.96")
 
@@ -144,14 +150,21 @@ class FakeConnection:
         return None
 
     def get(self, url, params, **kwargs):
-        """GET /nodes with Ironic's sort_key, sort_dir, limit and marker."""
+        """GET /nodes with Ironic's sort_key, sort_dir, limit and marker; as Ironic's, a
+        list asked for some fields has no time stamps, nor may it ask for them."""
+        fields = params.get("fields", "").split(",") if "fields" in params else None
+        if fields and {"created_at", "updated_at"} & set(fields):
+            return types.SimpleNamespace(status_code=400, json=lambda: {}, headers={},
+                                         reason="not a valid field", text="", url=url)
         key = params.get("sort_key", "id")
         ordered = sorted(self._stamped(), key=lambda n: (getattr(n, key) or "", n.id),
                          reverse=params.get("sort_dir") == "desc")
         ids = [n.id for n in ordered]
         start = ids.index(params["marker"]) + 1 if "marker" in params else 0
         page = ordered[start:start + int(params["limit"])]
-        body = {"nodes": [n.to_dict(computed=False, original_names=True) for n in page]}
+        body = {"nodes": [{k: v for k, v in n.to_dict(computed=False, original_names=True).items()
+                           if not fields or k not in ("created_at", "updated_at")}
+                          for n in page]}
         return types.SimpleNamespace(status_code=200, json=lambda: body)
 
 
@@ -741,7 +754,7 @@ def test_the_fleet_listed_where_it_changed_is_what_novas_own_listing_gives(
     start and then the nodes Ironic wrote since: through each kind of write nova reads
     (maintenance, properties, a server of another service's, a node created), nova's
     cache holds what nova's own driver lists, field by field; a node deleted from Ironic
-    leaves at the next whole listing, a full pass on."""
+    leaves once read (``exists``) or at the next whole listing, a full pass on."""
     Fleet(monkeypatch, HOSTS[:1])
     CONF.set_override("full_pass_every", 4, group="rp_reporter")
     try:
@@ -779,15 +792,22 @@ def test_the_fleet_listed_where_it_changed_is_what_novas_own_listing_gives(
         found = caches()
         assert found["ours"] == found["nova"]
         assert set(found["ours"]) == {nodes[0], nodes[1], nodes[3], new}
-    assert requests.labels("full")._value.get() == 1
+    assert requests.labels("full")._value.get() == 2  # Ironic's clock, then the fleet
     assert requests.labels("changes")._value.get() == 4  # two sorted requests a refresh
-    ironic.delete(nodes[3])
+    for deleted in (nodes[3], nodes[0]):
+        ironic.delete(deleted)
+        found = caches()
+        assert deleted in found["ours"] and deleted not in found["nova"]
+    # One read tells a node gone (the periodic's filler node is read so); the whole
+    # listing sees every node gone.
+    listing = drivers["ours"]._listing
+    assert not listing.exists(nodes[3]) and listing.exists(nodes[1])
     found = caches()
-    assert nodes[3] in found["ours"] and nodes[3] not in found["nova"]
+    assert nodes[3] not in found["ours"] and nodes[0] in found["ours"]
     clock[0] += drivers["ours"]._periodic.passes.longest_s
     found = caches()
-    assert found["ours"] == found["nova"] and nodes[3] not in found["ours"]
-    assert requests.labels("full")._value.get() == 2
+    assert found["ours"] == found["nova"] and nodes[0] not in found["ours"]
+    assert requests.labels("full")._value.get() == 4
 
 
 def test_update_provider_tree_matches_the_agents_model(real_ironic, ironic, monkeypatch):
