@@ -111,7 +111,10 @@ class NodeListing:
                 connection, sdk_node.Node._max_microversion)
             while True:
                 query = dict(params, limit=limit, **({"marker": marker} if marker else {}))
-                response = connection.get("/nodes", params=query, microversion=microversion,
+                # the list of every field is /nodes/detail; /nodes with no fields asked
+                # is a summary (no properties, traits, class, time stamps)
+                path = "/nodes" if "fields" in params else "/nodes/detail"
+                response = connection.get(path, params=query, microversion=microversion,
                                           headers={"Accept": "application/json"})
                 self._requests.labels(listing).inc()
                 sdk_exc.raise_from_response(response)

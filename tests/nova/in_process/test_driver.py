@@ -153,6 +153,7 @@ class FakeConnection:
         """GET /nodes with Ironic's sort_key, sort_dir, limit and marker; as Ironic's, a
         list asked for some fields has no time stamps, nor may it ask for them."""
         fields = params.get("fields", "").split(",") if "fields" in params else None
+        assert (fields is None) == url.endswith("/detail"), (url, params)  # else a summary
         if fields and {"created_at", "updated_at"} & set(fields):
             return types.SimpleNamespace(status_code=400, json=lambda: {}, headers={},
                                          reason="not a valid field", text="", url=url)

@@ -131,7 +131,8 @@ def test_between_full_passes_the_periodic_goes_over_only_the_changed_node(
     between full passes its periodic goes over a node that changed in Ironic, a node nova
     has not looked at for 25 s, or else the one it looked at least recently (never none:
     a build takes the first node of the answer); the nodes left out keep their compute
-    node records and draw no orphan warning."""
+    node records and draw no orphan warning.  Its node refreshes list the whole fleet
+    once a full pass and otherwise what Ironic wrote since, and miss no node created."""
     quiet, changed = [ironic.create(), ironic.create()], ironic.create()
     log = nova_compute
     database = log.parent / "nova.db"
@@ -155,8 +156,14 @@ def test_between_full_passes_the_periodic_goes_over_only_the_changed_node(
     wait_for(lambda: inventory(changed)[1] == 1, 60, "the changed node reserved by nova")
     assert all(inventory(n)[1] == 0 for n in quiet)
     assert any(p[1] == 3 and p[2] == 1 for p in periodics()[seen:]), periodics()
+    # A node created meanwhile reaches nova too, though its refreshes list the whole
+    # fleet only once a full pass (25 s) and otherwise what Ironic wrote since.
+    late = ironic.create()
+    wait_for(lambda: inventory(late), 60, "a node created after the start, reported by nova")
     text = log.read_text()
+    whole = text.count("nova's node refresh: the whole fleet listed")
+    assert 1 <= whole < len(periodics()), (whole, len(periodics()))
     assert "Found orphan compute node" not in text and "Deleting orphan" not in text
     with sqlite3.connect(database) as db:
         records = db.execute("SELECT hypervisor_hostname FROM compute_nodes WHERE deleted = 0")
-        assert {row[0] for row in records} == {*quiet, changed}
+        assert {row[0] for row in records} == {*quiet, changed, late}
