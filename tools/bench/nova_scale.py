@@ -539,7 +539,7 @@ def after_restart(setup, nova, flavor, node_ids, logs, kept, args):
              f"{setup.name}: {host}'s start-up pass", interval=5)
     first, took, count = periodics(logs[host], offset=offset)[0]
     live = set(setup.hosts)
-    wait_for(lambda: (all(nova.compute_nodes().get(n, set()) & live for n in free)
+    wait_for(lambda: (all(live.intersection(nova.compute_nodes().get(n, ())) for n in free)
                       and free <= setup.placement.offered(setup.placement_class)),
              args.timeout, f"{setup.name}: {host}'s free nodes schedulable", interval=2)
     schedulable = max(first + took, time.time())
@@ -614,6 +614,8 @@ def measure(stack, name, nodes, args, workdir):
                    load=common.load())
         for server in kept:
             nova.delete(server)
+    except Exception as e:  # noqa: BLE001 - the figures measured so far are kept
+        row["failed"] = repr(e)
     finally:
         setup.stop()
     return row
