@@ -27,15 +27,18 @@ last listed and, at a refresh, lists only:
   deleted from Ironic, or moved out of the shard or conductor group, and the one the
   service starts with.
 
-``since`` is on two clocks, the earlier of the two less ``SLACK_S``: the newest time
-stamp Ironic wrote that a listing saw (Ironic's clock, pushed back by how long the
-listing took, as a node on its first page may be written while the last is read), and
-the wall clock at the listing's start (ours).  A write is missed only when both are
-ahead of Ironic's writer by more than the slack, and even then only until the next
-full listing.
+``since`` is the listing's start on two clocks, the earlier of the two, less
+``SLACK_S``: Ironic's (the ``Date`` of its first answer) and ours.  A node written
+after a listing started carries a time stamp at or after that start on its writer's
+clock, so it is read by the next listing unless both clocks are ahead of that
+writer's by more than the slack; even then, only until the next whole listing.
+(Time stamps seen in the listings are no clock: after a node was enrolled with a
+thousand others and nothing written since, they would hold ``since`` there, and every
+listing would read the thousand again.)
 """
 
 import datetime
+import email.utils
 
 # Ironic's hosts' clocks and ours agree within this, and a write commits within it of
 # its time stamp (Ironic stamps a row before the transaction ends).
@@ -54,9 +57,13 @@ def stamp(value):
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.timezone.utc)
 
 
-def newest_stamp(node):
-    """When Ironic last wrote ``node``: its ``updated_at``, else its ``created_at``."""
-    return stamp(getattr(node, "updated_at", None)) or stamp(getattr(node, "created_at", None))
+def http_date(value):
+    """An HTTP ``Date`` header (Ironic's clock when it answered) as an aware datetime,
+    or None."""
+    try:
+        return email.utils.parsedate_to_datetime(value) if value else None
+    except (TypeError, ValueError):
+        return None
 
 
 def read_on(page, key, since):
@@ -75,31 +82,24 @@ class FleetView:
         self.nodes = {}
         self.since = None  # nodes written at or after it are listed again
         self._full_at = None  # (monotonic) the start of the last full listing
-        self._newest = None  # the newest time stamp any listing saw
 
     def full_due(self, now):
         """Whether the next listing lists the whole fleet (``now``: monotonic)."""
         return self._full_at is None or now - self._full_at >= self.full_every_s
 
-    def took_full(self, nodes, started, wall_started, took_s, stamped=()):
-        """A listing of the whole fleet, started at ``started`` (monotonic) and
-        ``wall_started`` (aware UTC), that took ``took_s``: the fleet is its nodes.
-        Ironic's list leaves out the time stamps when asked for some fields only (as
-        nova asks): ``stamped``, nodes read with theirs meanwhile, tell Ironic's clock."""
+    def took_full(self, nodes, started, clocks):
+        """A listing of the whole fleet, started at ``started`` (monotonic) and at
+        ``clocks`` (aware datetimes: ours, Ironic's when it answered): the fleet is its
+        nodes."""
         self.nodes = {node.id: node for node in nodes}
         self._full_at = started
-        self._advance([*self.nodes.values(), *stamped], wall_started, took_s)
+        self._advance(clocks)
 
-    def took_changes(self, nodes, wall_started, took_s):
-        """A listing of the nodes written since ``since``: each replaces its old self."""
-        nodes = list(nodes)
+    def took_changes(self, nodes, clocks):
+        """A listing of the nodes written since ``since``, started at ``clocks``: each
+        replaces its old self."""
         self.nodes.update((node.id, node) for node in nodes)
-        self._advance(nodes, wall_started, took_s)
+        self._advance(clocks)
 
-    def _advance(self, nodes, wall_started, took_s):
-        newest = max(filter(None, map(newest_stamp, nodes)), default=None)
-        if newest is not None and (self._newest is None or newest > self._newest):
-            self._newest = newest
-        took = datetime.timedelta(seconds=took_s)
-        bounds = [wall_started] + ([self._newest - took] if self._newest else [])
-        self.since = min(bounds) - datetime.timedelta(seconds=self.slack_s)
+    def _advance(self, clocks):
+        self.since = min(filter(None, clocks)) - datetime.timedelta(seconds=self.slack_s)

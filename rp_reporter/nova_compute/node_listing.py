@@ -54,24 +54,22 @@ class NodeListing:
         """Every node of the fleet (nova's ``fields`` of each; ``filters``: nova's
         shard and conductor group), as of now."""
         with self._lock:
-            started, wall = self.clock(), datetime.datetime.now(datetime.timezone.utc)
+            started = self.clock()
+            clocks = [datetime.datetime.now(datetime.timezone.utc)]  # Ironic's follows
             if self.view.full_due(started):
-                # Ironic's clock first: the node it wrote last, time stamps and all
-                # (a list asked for some fields carries none).
-                newest = list(self._pages(dict(filters, sort_key="updated_at",
-                                               sort_dir="desc"), 1, "full", lambda p: False))
                 fields = ",".join(FIELD_NAMES.get(f, f) for f in fields)
-                listed = list(self._pages(dict(filters, fields=fields), FULL_PAGE, "full"))
-                self.view.took_full(listed, started, wall, self.clock() - started, newest)
+                listed = list(self._pages(dict(filters, fields=fields), FULL_PAGE, "full",
+                                          clocks))
+                self.view.took_full(listed, started, clocks[:2])
                 LOG.info("nova's node refresh: the whole fleet listed, %d nodes in %.1f s "
                          "(once a full pass: the listing that sees nodes deleted or moved "
                          "out; the others list the nodes written since)",
                          len(listed), self.clock() - started)
             else:
                 since = self.view.since
-                changed = [*self._written_since("updated_at", since, filters),
-                           *self._written_since("created_at", since, filters)]
-                self.view.took_changes(changed, wall, self.clock() - started)
+                changed = [*self._written_since("updated_at", since, filters, clocks),
+                           *self._written_since("created_at", since, filters, clocks)]
+                self.view.took_changes(changed, clocks[:2])
                 LOG.debug("nova's node refresh: %d nodes written in Ironic since %s",
                           len({node.id for node in changed}), since.isoformat())
             return list(self.view.nodes.values())
@@ -92,17 +90,17 @@ class NodeListing:
             return True
         return True
 
-    def _written_since(self, key, since, filters):
+    def _written_since(self, key, since, filters, clocks):
         """The nodes written (``key``: updated_at or created_at) at or after ``since``,
         newest first, and the rest of the last page read: every field of each, as
         only then does Ironic's list carry the time stamps."""
         sorted_params = dict(filters, sort_key=key, sort_dir="desc")
-        return self._pages(sorted_params, CHANGES_PAGE, "changes",
+        return self._pages(sorted_params, CHANGES_PAGE, "changes", clocks,
                            lambda page: fleet_listing.read_on(page, key, since))
 
-    def _pages(self, params, limit, listing, read_on=lambda page: True):
+    def _pages(self, params, limit, listing, clocks, read_on=lambda page: True):
         """Every node of the listing's pages, read while each page is whole and
-        ``read_on(page)``."""
+        ``read_on(page)``; Ironic's clock at each answer goes on ``clocks``."""
         connection = self._connection()
         marker = None
         try:
@@ -118,6 +116,7 @@ class NodeListing:
                                           headers={"Accept": "application/json"})
                 self._requests.labels(listing).inc()
                 sdk_exc.raise_from_response(response)
+                clocks.append(fleet_listing.http_date(response.headers.get("Date")))
                 page = [sdk_node.Node.existing(microversion=microversion,
                                                connection=connection._get_connection(),
                                                **raw) for raw in response.json()["nodes"]]

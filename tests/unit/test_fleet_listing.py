@@ -49,9 +49,10 @@ def test_a_time_stamp_as_ironic_writes_it():
     assert fleet_listing.stamp(None) is None and fleet_listing.stamp("") is None
 
 
-def test_a_node_never_updated_was_written_when_created():
-    assert fleet_listing.newest_stamp(Node("a", 0, at(5))) == fleet_listing.stamp(at(5))
-    assert fleet_listing.newest_stamp(Node("a", 0, at(5), at(9))) == fleet_listing.stamp(at(9))
+def test_ironics_clock_is_the_date_of_its_answer():
+    assert fleet_listing.http_date("Sat, 28 Nov 2026 03:40:00 GMT") == EPOCH.replace(hour=3,
+                                                                                   minute=40)
+    assert fleet_listing.http_date(None) is None and fleet_listing.http_date("soon") is None
 
 
 def test_a_sorted_listing_reads_on_while_its_last_node_is_recent_enough():
@@ -63,21 +64,36 @@ def test_a_sorted_listing_reads_on_while_its_last_node_is_recent_enough():
     assert not fleet_listing.read_on([], "updated_at", since)
 
 
+def later(seconds):
+    return EPOCH + datetime.timedelta(seconds=seconds)
+
+
 def test_the_whole_fleet_is_listed_first_and_once_a_full_pass():
     view = fleet_listing.FleetView(FULL_EVERY)
     assert view.full_due(0)
-    view.took_full([Node("a", 0, at(0))], 10.0, EPOCH, 2.0)
+    view.took_full([Node("a", 0, at(0))], 10.0, [EPOCH, None])
     assert not view.full_due(10.0 + FULL_EVERY - 1)
     assert view.full_due(10.0 + FULL_EVERY)
 
 
-def test_since_is_the_earlier_clock_less_the_slack_and_the_listings_length():
+def test_since_is_the_listings_start_on_the_earlier_clock_less_the_slack():
     view = fleet_listing.FleetView(FULL_EVERY, slack_s=60)
-    view.took_full([Node("a", 0, at(0), at(1000))], 0.0, EPOCH + datetime.timedelta(seconds=2000),
-                   30.0)
-    assert view.since == fleet_listing.stamp(at(1000 - 30 - 60))  # Ironic's clock earlier
-    view.took_changes([], EPOCH + datetime.timedelta(seconds=500), 1.0)
-    assert view.since == fleet_listing.stamp(at(500 - 60))  # ours earlier
+    view.took_full([Node("a", 0, at(0), at(1000))], 0.0, [later(2000), later(1500)])
+    assert view.since == later(1500 - 60)  # Ironic's clock earlier
+    view.took_changes([], [later(500), later(900)])
+    assert view.since == later(500 - 60)  # ours earlier
+    view.took_changes([], [later(700), None])  # Ironic's Date missing: ours alone
+    assert view.since == later(700 - 60)
+
+
+def test_since_moves_on_however_long_ago_the_fleet_was_last_written():
+    """A thousand nodes enrolled together and nothing written since: the listings of
+    what changed read them once, not at every refresh."""
+    view = fleet_listing.FleetView(FULL_EVERY, slack_s=60)
+    enrolled = [Node(f"n{i}", 0, at(0)) for i in range(1000)]
+    view.took_full(enrolled, 0.0, [later(5), later(5)])
+    view.took_changes([], [later(120), later(121)])
+    assert not fleet_listing.read_on(enrolled[-1:], "created_at", view.since)
 
 
 class Ironic:
@@ -114,14 +130,15 @@ far = st.floats(-3600, 3600)
 
 @st.composite
 def clocks(draw):
-    """(each node's writer's skew, ours): either Ironic's writers agree and ours is
-    anywhere, or ours agrees with them but one writer (of every third node) is ahead."""
+    """(each node's writer's skew, Ironic API's, ours): Ironic's writers agree (a
+    writer ahead of them, of every third node, only stamps later), and one of the two
+    clocks a listing reads, Ironic API's or ours, is anywhere."""
     base, writers = draw(far), draw(near)
-    if draw(st.booleans()):
-        return (lambda uuid: base + writers), base + draw(far)
-    ahead = draw(st.floats(SLACK + 1, 3600))
+    ahead = draw(st.sampled_from([0, SLACK + 1, 3600]))
+    wild = draw(st.sampled_from(["api", "ours"]))
+    api, ours = (draw(far if wild == name else near) for name in ("api", "ours"))
     return ((lambda uuid: base + writers + (ahead if int(uuid[1:]) % 3 == 0 else 0)),
-            base + draw(near))
+            base + api, base + ours)
 
 
 @settings(max_examples=500, deadline=None)
@@ -132,7 +149,7 @@ def test_every_write_before_a_listing_starts_is_in_the_view_once_it_ends(refresh
     node's update, creation or deletion.  After a listing, every node's version written
     before the listing started is the view's: none missed, none stale, none resurrected;
     a deleted node only lingers until the next whole listing."""
-    skew_of, our_skew = clocks_
+    skew_of, api_skew, our_skew = clocks_
     ironic = Ironic(skew_of)
     view = fleet_listing.FleetView(FULL_EVERY, slack_s=SLACK)
     order = [f"n{i:02}" for i in range(12)]
@@ -147,17 +164,15 @@ def test_every_write_before_a_listing_starts_is_in_the_view_once_it_ends(refresh
         # each node read at its place in the listing's order
         read = [ironic.as_of(uuid, start + took * i / len(order)) for i, uuid in enumerate(order)]
         read = [node for node in read if node is not None]
-        wall = EPOCH + datetime.timedelta(seconds=start + our_skew)
+        clocks_at_start = [later(start + our_skew), later(start + api_skew)]
         full = view.full_due(start)
-        if full:
-            # as nova asks: some fields, no time stamps; Ironic's newest write read first
-            stamped = max((n for n in map(lambda u: ironic.as_of(u, start), order) if n),
-                          key=fleet_listing.newest_stamp, default=None)
+        if full:  # as nova asks: some fields, no time stamps
             view.took_full([dataclasses.replace(n, created_at=None, updated_at=None)
-                            for n in read], start, wall, took, [stamped] if stamped else [])
+                            for n in read], start, clocks_at_start)
         else:
-            changed = [n for n in read if fleet_listing.newest_stamp(n) >= view.since]
-            view.took_changes(changed, wall, took)
+            changed = [n for n in read if fleet_listing.stamp(n.updated_at or n.created_at)
+                       >= view.since]
+            view.took_changes(changed, clocks_at_start)
         now = start + took
         for uuid in order:
             before, held = ironic.as_of(uuid, start), view.nodes.get(uuid)
