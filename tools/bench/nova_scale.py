@@ -79,9 +79,12 @@ LEASE, HEARTBEAT = 10, 1   # rp_reporter's [coordination] in nova-compute (s)
 # rp_reporter's driver line when a membership renewal starts later than a third of the
 # lease (nova's work held the process: under eventlet, a stretch that never yields).
 LATE_RENEWAL = re.compile(r"membership renewal started (\d+\.\d+) s late")
-# Ironic's line for a node list request of nova's node refresh (nova's fields).
-NODE_LIST = re.compile(r'"GET /v1/nodes/?\?(\S*fields=uuid(?:,|%2C)power_state(?:,|%2C)'
-                       r'target_power_state\S*) ')
+# Ironic's line for a node list request (its own API log, or the WSGI server's), and
+# those of nova's node refresh among them: nova's fields, or rp_reporter's driver's
+# listings of what changed (sorted by a time stamp; the agents sort none).
+NODE_LIST = re.compile(r'"?GET /v1/nodes(?:/detail)?/?\?(\S+)[ "]')
+REFRESH = re.compile(r"fields=uuid(?:,|%2C)power_state(?:,|%2C)target_power_state"
+                     r"|sort_key=(?:updated|created)_at")
 SHARD = re.compile(r"(?:^|&)shard=([^&]+)")
 # A periodic whose last line is more recent than this may still be running.
 RUNNING_WITHIN_S = 10
@@ -164,8 +167,10 @@ def node_list_requests(ironic_log, start, end):
     with open(ironic_log, errors="replace") as f:
         for line in f:
             listing = NODE_LIST.search(line)
-            if listing and start <= _at(line) <= end:
-                shard = SHARD.search(listing.group(1))
+            query = listing and listing.group(1)
+            if (query and REFRESH.search(query) and "instance_uuid=" not in query  # one node
+                    and start <= _at(line) <= end):
+                shard = SHARD.search(query)
                 key = shard.group(1) if shard else None
                 found[key] = found.get(key, 0) + 1
     return found

@@ -155,9 +155,17 @@ def test_node_list_requests_of_novas_refresh_are_counted_by_shard_within_the_win
                       "&sort_key=updated_at&sort_dir=desc&limit=100")
         + line.format(at="2026-11-26 21:00:02.000", query=f"{nova_fields}&shard=b")
         + line.format(at="2026-11-26 21:00:03.000", query="fields=uuid,name&shard=a")  # an agent
-        + line.format(at="2026-11-26 21:09:00.000", query=f"shard=a&{nova_fields}"))  # later
+        + line.format(at="2026-11-26 21:09:00.000", query=f"shard=a&{nova_fields}")  # later
+        # Ironic's own API line (later releases); the listings of what changed
+        + "2026-11-26 21:00:04.000 1024 INFO ironic.api [None req-x u - - all default -] "
+          "127.0.0.1 - GET /v1/nodes/detail?shard=a&sort_key=created_at&sort_dir=desc"
+          "&limit=50 - 200 (49.84ms)\n"
+        + "2026-11-26 21:00:05.000 1024 INFO ironic.api [None req-x u - - all default -] "
+          "127.0.0.1 - GET /v1/nodes/4c2a1f4e-0b9e-4a53-9d35-1f7c1b1c9a11?fields=uuid - 200 "
+          "(9.1ms)\n"  # one node's read
+        + line.format(at="2026-11-26 21:00:06.000", query=f"{nova_fields}&instance_uuid=x"))
     at = datetime.datetime.fromisoformat("2026-11-26 21:00:00").timestamp()
-    assert nova_scale.node_list_requests(log, at, at + 60) == {"a": 2, "b": 1}
+    assert nova_scale.node_list_requests(log, at, at + 60) == {"a": 3, "b": 1}
 
 
 def test_a_quiet_periodic_goes_over_one_node_at_most_and_the_start_is_left_out():
