@@ -45,23 +45,26 @@ import email.utils
 SLACK_S = 60.0
 
 
+def _utc(parsed):
+    """An aware datetime: one without a zone is UTC (Ironic's stamps; a Date of -0000)."""
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.timezone.utc)
+
+
 def stamp(value):
     """An Ironic time stamp (ISO 8601, as its API returns it) as an aware datetime,
     or None."""
     if not value:
         return None
     if isinstance(value, datetime.datetime):
-        parsed = value
-    else:
-        parsed = datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.timezone.utc)
+        return _utc(value)
+    return _utc(datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00")))
 
 
 def http_date(value):
     """An HTTP ``Date`` header (Ironic's clock when it answered) as an aware datetime,
     or None."""
     try:
-        return email.utils.parsedate_to_datetime(value) if value else None
+        return _utc(email.utils.parsedate_to_datetime(value)) if value else None
     except (TypeError, ValueError):
         return None
 

@@ -17,6 +17,7 @@ import inspect
 import logging
 import sys
 
+from nova import exception as nova_exception
 from nova.virt.ironic import driver as ironic_driver
 from oslo_config import cfg
 
@@ -139,7 +140,15 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
             # nova's node refresh (_refresh_cache): the fleet it lists, from the nodes
             # written since the last listing (nova's own code then picks this
             # service's nodes from it, as from a listing of its own).
-            nodes = self._listing.nodes(**kwargs)
+            try:
+                nodes = self._listing.nodes(**kwargs)
+            except nova_exception.VirtDriverNotReady:
+                raise
+            except Exception:  # noqa: BLE001 - a defect of ours must not stop nova
+                LOG.exception("rp_reporter's listing of the nodes written since failed; "
+                              "nova's own listing of the whole fleet instead")
+                self._listing.reset()
+                nodes = super()._get_node_list(return_generator, **kwargs)
         else:
             nodes = super()._get_node_list(return_generator, **kwargs)
         if not return_generator and "associated" not in kwargs:

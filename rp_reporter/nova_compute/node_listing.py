@@ -74,6 +74,11 @@ class NodeListing:
                           len({node.id for node in changed}), since.isoformat())
             return list(self.view.nodes.values())
 
+    def reset(self):
+        """Forget the fleet: the next listing lists it whole."""
+        with self._lock:
+            self.view = fleet_listing.FleetView(self.view.full_every_s, self.view.slack_s)
+
     def exists(self, uuid):
         """Whether Ironic still has node ``uuid``; a node it no longer has leaves the
         fleet now rather than at the next whole listing."""

@@ -321,3 +321,19 @@ def test_the_fleet_is_listed_whole_once_a_full_pass_and_otherwise_where_it_chang
     assert deleted.id not in service.driver.node_cache and deleted.id not in looked
     assert set(service.driver.node_cache) == service.every  # the listing: deleted gone
     assert service.clock.now - 1000 >= service.driver._periodic.passes.longest_s
+
+
+def test_a_defect_in_the_listing_of_changes_falls_back_to_novas_own_listing(service, caplog):
+    """A listing of what changed that raises (not Ironic failing: nova's own answer to
+    that stays VirtDriverNotReady) leaves nova its own listing of the whole fleet, and
+    the next refresh lists the whole fleet again."""
+    service.periodic()
+
+    def broken(*args):
+        raise TypeError("can't compare offset-naive and offset-aware datetimes")
+    service.driver._listing.view.took_changes = broken
+    service.nodes[2].is_maintenance = True
+    assert service.periodic() == service.ids(2)  # from nova's own listing
+    assert "nova's own listing of the whole fleet instead" in caplog.text
+    service.periodic()
+    assert requests(service)["full"] == 2
