@@ -55,8 +55,6 @@ def stamp(value):
     or None."""
     if not value:
         return None
-    if isinstance(value, datetime.datetime):
-        return _utc(value)
     return _utc(datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00")))
 
 
