@@ -25,7 +25,8 @@ last listed and, at a refresh, lists only:
 * and the whole fleet once a full pass has gone by (``full_every_s``, as long as
   nova's own look at every node takes to come round): the only listing that sees a node
   deleted from Ironic, or moved out of the shard or conductor group, and the one the
-  service starts with.
+  service starts with.  After the start the driver makes it beside nova's periodic, not
+  in it (``nova_compute.node_listing``), and takes it at the next refresh.
 
 ``since`` is the listing's start on two clocks, the earlier of the two, less
 ``SLACK_S``: Ironic's (the ``Date`` of its first answer) and ours.  A node written
@@ -82,18 +83,18 @@ class FleetView:
         self.slack_s = slack_s
         self.nodes = {}
         self.since = None  # nodes written at or after it are listed again
-        self._full_at = None  # (monotonic) the start of the last full listing
+        self.full_at = None  # (monotonic) the start of the whole listing taken last
 
     def full_due(self, now):
         """Whether the next listing lists the whole fleet (``now``: monotonic)."""
-        return self._full_at is None or now - self._full_at >= self.full_every_s
+        return self.full_at is None or now - self.full_at >= self.full_every_s
 
     def took_full(self, nodes, started, clocks):
         """A listing of the whole fleet, started at ``started`` (monotonic) and at
         ``clocks`` (aware datetimes: ours, Ironic's when it answered): the fleet is its
         nodes."""
         self.nodes = {node.id: node for node in nodes}
-        self._full_at = started
+        self.full_at = started
         self._advance(clocks)
 
     def took_changes(self, nodes, clocks):

@@ -32,6 +32,10 @@ full_pass_every`` N above 1.  A node is due:
   compute node record) going at a slower pace.  Half an interval short of N, so that a
   look made during one periodic falls due N periodics later, however far into its
   periodic it was made (up to half an interval) and however the periodics' starts vary.
+  Where the fleet is listed whole only now and then (``whole_listed``), such a node is
+  due only once a whole listing that started after nova's look has been taken: only
+  that listing sees a node deleted from Ironic, and nova's look at a deleted node would
+  write its provider again.
 
 "nova's look" is the resource tracker's ``get_available_resource(node)``, made once per
 node it goes over: ``looked_at`` records it, with the node's fingerprint (the values of
@@ -58,6 +62,7 @@ class TrackerPasses:
         self.full_pass_every = max(1, full_pass_every)
         self.interval_s = interval_s
         self._looks = {}  # uuid: (its fingerprint, the time) at nova's last look
+        self._whole_at = math.inf  # the start of the fleet's latest whole listing
         self._owed = {}  # uuid: looks still owed to a change only nova knows of
 
     @property
@@ -77,13 +82,21 @@ class TrackerPasses:
     def _is_due(self, uuid, seen, now):
         look = self._looks.get(uuid)
         return (not self.enabled or look is None or look[0] != seen or uuid in self._owed
-                or now - look[1] >= self.longest_s)
+                or self._aged(look, now))
+
+    def _aged(self, look, now):
+        return now - look[1] >= self.longest_s and look[1] < self._whole_at
 
     def aged(self, managed, now):
         """How many of ``managed`` are due only for nova's long absence."""
         return sum(1 for uuid, seen in managed.items()
                    if uuid not in self._owed and self._looks.get(uuid, (None,))[0] == seen
-                   and now - self._looks[uuid][1] >= self.longest_s)
+                   and self._aged(self._looks[uuid], now))
+
+    def whole_listed(self, started):
+        """The fleet the nodes come from is now a whole listing's that started at
+        ``started`` (the same clock as the looks'), and what changed since."""
+        self._whole_at = started
 
     def least_recent(self, managed):
         """The node of ``managed`` nova looked at least recently (never: first)."""

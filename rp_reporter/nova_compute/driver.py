@@ -142,17 +142,21 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
             # service's nodes from it, as from a listing of its own).
             try:
                 nodes = self._listing.nodes(**kwargs)
+                whole_at = self._listing.view.full_at
             except nova_exception.VirtDriverNotReady:
                 raise
             except Exception:  # noqa: BLE001 - a defect of ours must not stop nova
                 LOG.exception("rp_reporter's listing of the nodes written since failed; "
                               "nova's own listing of the whole fleet instead")
                 self._listing.reset()
+                whole_at = self._periodic.clock()
                 nodes = super()._get_node_list(return_generator, **kwargs)
         else:
+            whole_at = self._periodic.clock()
             nodes = super()._get_node_list(return_generator, **kwargs)
         if not return_generator and "associated" not in kwargs:
-            self._periodic.listed(nodes)  # the fleet, as nova's node refresh lists it
+            # the fleet, as nova's node refresh lists it
+            self._periodic.listed(nodes, whole_at)
         return nodes
 
     def _refresh_hash_ring(self, ctxt):

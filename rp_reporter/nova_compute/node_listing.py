@@ -18,7 +18,8 @@ reads) with Ironic's sort keys, which openstacksdk's node query does not pass: s
 go through the same proxy as raw GETs, each node built as openstacksdk builds a listed
 one.  The listings of what changed ask every field: Ironic's list carries the time
 stamps only then.  A failure is nova's: logged, and ``VirtDriverNotReady`` (nova's
-periodic then skips its run).
+periodic then skips its run); a whole listing's made beside nova's periodic is logged,
+and the next refresh starts another.
 """
 
 import datetime
@@ -40,44 +41,95 @@ CHANGES_PAGE = 50  # most refreshes find a handful of nodes written since (every
 FIELD_NAMES = {"id": "uuid", "instance_id": "instance_uuid", "is_maintenance": "maintenance"}
 
 
-class NodeListing:
-    """The fleet of nova's node refresh, for the driver's ``_get_node_list``."""
+class WholeListing:
+    """One listing of the whole fleet: when it started, and its nodes once done."""
 
-    def __init__(self, connection, full_every_s, requests_counter, clock=time.monotonic):
+    def __init__(self, started):
+        self.started = started  # monotonic
+        self.clocks = [datetime.datetime.now(datetime.timezone.utc)]  # Ironic's follows
+        self.nodes = None  # the listed nodes; None while under way, or if it failed
+        self.done = threading.Event()
+
+    def run(self, listing):
+        """``listing()``: the nodes (a failure is logged by it, and leaves none)."""
+        try:
+            self.nodes = listing()
+        except Exception as e:  # noqa: BLE001 - off nova's path: the next refresh retries
+            LOG.warning("The whole listing of the fleet beside nova's periodic failed (%r): "
+                        "the next node refresh starts another", e)
+        finally:
+            self.done.set()
+
+
+def in_a_thread(work):
+    """Runs ``work`` on a thread of its own (a green one where nova runs on eventlet)."""
+    threading.Thread(target=work, name="rp_reporter-whole-listing", daemon=True).start()
+
+
+class NodeListing:
+    """The fleet of nova's node refresh, for the driver's ``_get_node_list``.
+
+    The service's first refresh lists the whole fleet (nova has none yet).  Later, a
+    whole listing that is due is made off nova's path (``in_background``): at 10,000
+    nodes it takes longer than nova's periodic may, and nova's periodic tasks run one
+    after another.  The refresh that finds it done takes its nodes, then lists the
+    nodes written since it started."""
+
+    def __init__(self, connection, full_every_s, requests_counter, clock=time.monotonic,
+                 in_background=in_a_thread):
         self._connection = connection  # () -> nova's openstacksdk baremetal proxy
         self.view = fleet_listing.FleetView(full_every_s)
         self._requests = requests_counter  # a Prometheus counter, by listing
         self.clock = clock
+        self._in_background = in_background  # (work) -> None, work run off nova's path
         self._lock = threading.Lock()  # one listing at a time: the periodic's, a build's
+        self._whole = None  # the whole listing under way, or done and not yet taken
 
     def nodes(self, fields, **filters):
         """Every node of the fleet (nova's ``fields`` of each; ``filters``: nova's
         shard and conductor group), as of now."""
         with self._lock:
-            started = self.clock()
+            now = self.clock()
+            if self.view.since is None:  # the service's first: nova has no fleet yet
+                whole = WholeListing(now)
+                whole.nodes = self._list_whole(whole, fields, filters)
+                self._take(whole)
+                return list(self.view.nodes.values())
+            if self._whole is None and self.view.full_due(now):
+                whole = self._whole = WholeListing(now)
+                self._in_background(
+                    lambda: whole.run(lambda: self._list_whole(whole, fields, filters)))
+            if self._whole is not None and self._whole.done.is_set():
+                whole, self._whole = self._whole, None
+                if whole.nodes is not None:  # else the next refresh starts another
+                    self._take(whole)
+            since = self.view.since
             clocks = [datetime.datetime.now(datetime.timezone.utc)]  # Ironic's follows
-            if self.view.full_due(started):
-                fields = ",".join(FIELD_NAMES.get(f, f) for f in fields)
-                listed = list(self._pages(dict(filters, fields=fields), FULL_PAGE, "full",
-                                          clocks))
-                self.view.took_full(listed, started, clocks[:2])
-                LOG.info("nova's node refresh: the whole fleet listed, %d nodes in %.1f s "
-                         "(once a full pass: the listing that sees nodes deleted or moved "
-                         "out; the others list the nodes written since)",
-                         len(listed), self.clock() - started)
-            else:
-                since = self.view.since
-                changed = [*self._written_since("updated_at", since, filters, clocks),
-                           *self._written_since("created_at", since, filters, clocks)]
-                self.view.took_changes(changed, clocks[:2])
-                LOG.debug("nova's node refresh: %d nodes written in Ironic since %s",
-                          len({node.id for node in changed}), since.isoformat())
+            changed = [*self._written_since("updated_at", since, filters, clocks),
+                       *self._written_since("created_at", since, filters, clocks)]
+            self.view.took_changes(changed, clocks[:2])
+            LOG.debug("nova's node refresh: %d nodes written in Ironic since %s",
+                      len({node.id for node in changed}), since.isoformat())
             return list(self.view.nodes.values())
+
+    def _list_whole(self, whole, fields, filters):
+        """The whole fleet, nova's fields of each node (Ironic's clock on ``whole``)."""
+        fields = ",".join(FIELD_NAMES.get(f, f) for f in fields)
+        nodes = list(self._pages(dict(filters, fields=fields), FULL_PAGE, "full",
+                                 whole.clocks))
+        LOG.info("nova's node refresh: the whole fleet listed, %d nodes in %.1f s (once a "
+                 "full pass: the listing that sees nodes deleted or moved out; the others "
+                 "list the nodes written since)", len(nodes), self.clock() - whole.started)
+        return nodes
+
+    def _take(self, whole):
+        self.view.took_full(whole.nodes, whole.started, whole.clocks[:2])
 
     def reset(self):
         """Forget the fleet: the next listing lists it whole."""
         with self._lock:
             self.view = fleet_listing.FleetView(self.view.full_every_s, self.view.slack_s)
+            self._whole = None  # one under way is left to end unread
 
     def exists(self, uuid):
         """Whether Ironic still has node ``uuid``; a node it no longer has leaves the

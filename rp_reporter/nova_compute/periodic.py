@@ -206,9 +206,14 @@ class PeriodicNodes:
             LOG.info("resource tracker periodic: %d nodes due again at the next one (nova's "
                      "update of them failed)", len(nodes))
 
-    def listed(self, nodes):
-        """A listing of the fleet (nova's node refresh) was made: these are its nodes."""
+    def listed(self, nodes, whole_at):
+        """A listing of the fleet (nova's node refresh) was made: these are its nodes,
+        as of a whole listing that started at ``whole_at`` (this clock) and the nodes
+        written since."""
         self._listed = frozenset(node.id for node in nodes)
+        if self.passes.enabled:
+            with self._lock:
+                self.passes.whole_listed(whole_at)
 
     def known_to_exist(self, uuid):
         """Whether the last listing holds ``uuid`` (only while passes are enabled: nova's

@@ -98,6 +98,25 @@ def test_the_least_recently_looked_at_node():
     assert passes.next_aged_in({"a": 1, "b": 1}, 120) == 8
 
 
+def test_a_node_is_due_for_its_age_only_once_a_whole_listing_since_novas_look_is_taken():
+    """Where the fleet is listed whole only now and then, a node nova has not looked at
+    for long is due once the fleet comes from a whole listing started after that look
+    (only such a listing sees the node deleted); new and changed nodes are due at once."""
+    passes = tracker_passes.TrackerPasses(3, INTERVAL)  # due for age after 150 s
+    passes.whole_listed(0)  # the service's start
+    assert look(passes, {"a": 1, "b": 1}, 1) == ["a", "b"]
+    assert look(passes, {"a": 1, "b": 1, "c": 1}, 100) == ["c"]  # new here
+    # a and b not looked at for 159 s, but no whole listing since: not due yet
+    assert look(passes, {"a": 1, "b": 2, "c": 1}, 160) == ["b"]  # b changed
+    assert passes.aged({"a": 1, "b": 2, "c": 1}, 160) == 0
+    passes.whole_listed(155)  # one started after nova's looks at a and c, taken
+    assert look(passes, {"a": 1, "b": 2, "c": 1}, 170) == ["a"]
+    assert look(passes, {"a": 1, "b": 2, "c": 1}, 260) == ["c"]  # looked at 100, before 155
+    assert look(passes, {"a": 1, "b": 2, "c": 1}, 330) == []  # b, a: looked at after 155
+    passes.whole_listed(320)
+    assert look(passes, {"a": 1, "b": 2, "c": 1}, 340) == ["a", "b"]
+
+
 @given(st.integers(1, 6),
        st.lists(st.tuples(st.floats(0.5, 1.5),
                           st.dictionaries(st.sampled_from("abcdef"), st.integers(0, 2))),

@@ -20,6 +20,7 @@ build's question is nova's real ``ComputeManager._get_nodename``.
 """
 
 import logging
+import threading
 import uuid
 
 import pytest
@@ -29,6 +30,7 @@ from nova.compute import manager as nova_manager
 from openstack.baremetal.v1 import node as sdk_node
 from oslo_service import periodic_task as oslo_periodic_task
 
+from rp_reporter.nova_compute import node_listing
 from tests.nova.in_process.test_driver import CONF
 from tests.nova.in_process.test_driver import HOSTS
 from tests.nova.in_process.test_driver import FakeConnection
@@ -80,6 +82,10 @@ class Service:
         self.driver = Fleet.driver("ours", self.connection)
         self.clock = Clock()
         self.driver._periodic.clock = self.clock
+        if self.driver._listing is not None:  # full_pass_every above 1
+            self.driver._listing.clock = self.clock
+            # a whole listing due runs at once (one test below runs it on its thread)
+            self.driver._listing._in_background = lambda work: work()
         self.manager = nova_manager.ComputeManager.__new__(nova_manager.ComputeManager)
         self.manager.host = HOSTS[0]
         self.manager.driver = self.driver
@@ -298,7 +304,6 @@ def test_the_fleet_is_listed_whole_once_a_full_pass_and_otherwise_where_it_chang
     """nova's node refresh (each periodic's, each build's) lists the whole fleet at the
     start and once a full pass; between them, the nodes written since (two short sorted
     requests), and nova's cache still holds every field nova reads as Ironic has it."""
-    service.driver._listing.clock = service.clock
     assert service.periodic() == service.every
     assert requests(service) == {"full": 1, "changes": 0}
     service.nodes[0].properties = {"cpu_arch": "aarch64"}  # written in Ironic
@@ -321,6 +326,39 @@ def test_the_fleet_is_listed_whole_once_a_full_pass_and_otherwise_where_it_chang
     assert deleted.id not in service.driver.node_cache and deleted.id not in looked
     assert set(service.driver.node_cache) == service.every  # the listing: deleted gone
     assert service.clock.now - 1000 >= service.driver._periodic.passes.longest_s
+
+
+def test_a_whole_listing_due_runs_beside_novas_periodic_which_does_not_wait(service):
+    """A whole listing due (a full pass on) runs on a thread of its own: the periodic it
+    falls due in lists what changed and goes on, and looks at no node for its age (only
+    the whole listing would see it deleted); the refresh that finds it done takes its
+    fleet, then what was written since it started."""
+    service.driver._listing._in_background = node_listing.in_a_thread
+    service.periodic()
+    pages, go_on = threading.Event(), threading.Event()
+    get = service.connection.get
+
+    def whole_listing_waits(url, params, **kwargs):
+        if "fields" in params:  # a page of the whole listing
+            pages.set()
+            assert go_on.wait(30)
+        return get(url, params, **kwargs)
+    service.connection.get = whole_listing_waits
+    deleted = service.connection.listing.pop(1)
+    longest = service.driver._periodic.passes.longest_s
+    quiet = service.periodic(after=longest)  # every node aged; none listed since
+    assert len(quiet) == 1 and deleted.id not in quiet  # nova's one node, read first
+    assert pages.wait(30) and requests(service) == {"full": 1, "changes": 2}
+    service.nodes[2].is_maintenance = True  # written while the whole listing runs
+    go_on.set()
+    whole = service.driver._listing._whole
+    assert whole is not None and whole.done.wait(30)
+    looked = service.periodic()
+    assert requests(service) == {"full": 2, "changes": 4}
+    assert deleted.id not in service.driver.node_cache and deleted.id not in looked
+    assert service.driver.node_cache[service.nodes[2].id].is_maintenance
+    # the aged nodes (listed since nova's looks), and the node written meanwhile
+    assert looked == (service.every - quiet) | {service.nodes[2].id}
 
 
 def test_a_defect_in_the_listing_of_changes_falls_back_to_novas_own_listing(service, caplog):
