@@ -55,8 +55,8 @@ class WholeListing:
         try:
             self.nodes = listing()
         except Exception as e:  # noqa: BLE001 - off nova's path: the next refresh retries
-            LOG.warning("The whole listing of the fleet beside nova's periodic failed (%r): "
-                        "the next node refresh starts another", e)
+            LOG.warning("The whole listing of the fleet beside nova's periodic failed (%s): "
+                        "the next node refresh starts another", e.__cause__ or e)
         finally:
             self.done.set()
 
@@ -95,14 +95,12 @@ class NodeListing:
                 whole.nodes = self._list_whole(whole, fields, filters)
                 self._take(whole)
                 return list(self.view.nodes.values())
+            self._take_if_done()  # if it failed, the whole listing is still due:
             if self._whole is None and self.view.full_due(now):
                 whole = self._whole = WholeListing(now)
                 self._in_background(
                     lambda: whole.run(lambda: self._list_whole(whole, fields, filters)))
-            if self._whole is not None and self._whole.done.is_set():
-                whole, self._whole = self._whole, None
-                if whole.nodes is not None:  # else the next refresh starts another
-                    self._take(whole)
+                self._take_if_done()  # (done already where run at once)
             since = self.view.since
             clocks = [datetime.datetime.now(datetime.timezone.utc)]  # Ironic's follows
             changed = [*self._written_since("updated_at", since, filters, clocks),
@@ -121,6 +119,13 @@ class NodeListing:
                  "full pass: the listing that sees nodes deleted or moved out; the others "
                  "list the nodes written since)", len(nodes), self.clock() - whole.started)
         return nodes
+
+    def _take_if_done(self):
+        """Takes the whole listing made beside nova's periodic, once it is over."""
+        if self._whole is not None and self._whole.done.is_set():
+            whole, self._whole = self._whole, None
+            if whole.nodes is not None:
+                self._take(whole)
 
     def _take(self, whole):
         self.view.took_full(whole.nodes, whole.started, whole.clocks[:2])

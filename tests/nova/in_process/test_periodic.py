@@ -361,6 +361,36 @@ def test_a_whole_listing_due_runs_beside_novas_periodic_which_does_not_wait(serv
     assert looked == (service.every - quiet) | {service.nodes[2].id}
 
 
+def test_a_whole_listing_that_fails_beside_the_periodic_is_made_again(service, caplog):
+    """Ironic failing a whole listing made beside nova's periodic: one line says so,
+    nova's refreshes go on from the fleet kept and what changed, and the next refresh
+    starts another whole listing, taken once done."""
+    service.driver._listing._in_background = node_listing.in_a_thread
+    service.periodic()
+    get = service.connection.get
+    failures, fail = [True], threading.Event()
+
+    def one_failure(url, params, **kwargs):
+        if "fields" in params and failures:  # the whole listing's first page
+            failures.pop()
+            assert fail.wait(30)
+            raise IronicDown("503 Service Unavailable")
+        return get(url, params, **kwargs)
+    service.connection.get = one_failure
+    longest = service.driver._periodic.passes.longest_s
+    service.periodic(after=longest)
+    failed = service.driver._listing._whole
+    fail.set()
+    assert failed is not None and failed.done.wait(30) and failed.nodes is None
+    service.nodes[0].is_maintenance = True
+    assert service.periodic() == service.ids(0)  # the kept fleet, and what changed
+    assert "The whole listing of the fleet beside nova's periodic failed" in caplog.text
+    again = service.driver._listing._whole
+    assert again is not None and again is not failed and again.done.wait(30)
+    assert len(service.periodic()) == len(service.every) - 1  # each aged node, listed since
+    assert requests(service)["full"] == 2  # the start's, and the one made again
+
+
 def test_a_defect_in_the_listing_of_changes_falls_back_to_novas_own_listing(service, caplog):
     """A listing of what changed that raises (not Ironic failing: nova's own answer to
     that stays VirtDriverNotReady) leaves nova its own listing of the whole fleet, and
