@@ -30,6 +30,7 @@ from rp_reporter.nova_compute import node_listing
 from rp_reporter.nova_compute import options  # noqa: F401 - registers [rp_reporter]
 from rp_reporter.nova_compute import periodic
 from rp_reporter.nova_compute import rehome
+from rp_reporter.nova_compute import restart
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
@@ -106,10 +107,16 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
     def get_available_nodes(self, refresh=False):
         # nova's resource-tracker periodic calls this first: the nodes it goes over; a
         # build calls it too, for its first node.  The same answer either way.
+        caller = sys._getframe(1)
+        manager = getattr(self.virtapi, "_compute", None)
+        take_up = None
+        if self._periodic.passes.enabled and manager and periodic.at_start(caller):
+            take_up = functools.partial(
+                restart.take_up, manager, super().get_available_resource)
         return self._periodic.for_periodic(
             super().get_available_nodes(refresh), self.node_cache,
-            log=periodic.novas_periodic(sys._getframe(1)),
-            exists=self._listing and self._listing.exists)
+            log=periodic.novas_periodic(caller),
+            exists=self._listing and self._listing.exists, take_up=take_up)
 
     def get_available_resource(self, nodename):
         # nova's resource tracker calls this once per node it goes over (a periodic, the

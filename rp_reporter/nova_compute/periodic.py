@@ -117,11 +117,13 @@ class PeriodicNodes:
             for name in (NOVA_MANAGER_LOG, PERIODIC_TASK_LOG):
                 logging.getLogger(name).addFilter(self._lines)
 
-    def for_periodic(self, managed, node_cache, log=False, exists=None):
+    def for_periodic(self, managed, node_cache, log=False, exists=None, take_up=None):
         """The nodes of ``managed`` (nova's answer: every node this service manages) due at
         nova's periodic; ``node_cache``: nova's, the nodes as just listed; ``log``: the
         call starts nova's periodic, which the line is logged for; ``exists(uuid)``:
-        whether Ironic still has a node (where the listing may hold a deleted one).
+        whether Ironic still has a node (where the listing may hold a deleted one);
+        ``take_up(free nodes)``: at the service's start, the free nodes due that need
+        no update before requests (``restart``), left out of the answer and due still.
         Which nodes are due is not changed by the question (nova asks it from a build
         too)."""
         if not self.passes.enabled:
@@ -137,6 +139,11 @@ class PeriodicNodes:
             # A managed node missing from the cache (nova reads it on its own) goes over.
             due += [uuid for uuid in managed if uuid not in node_cache]
             answer = list(due)
+            taken = ()
+            if take_up is not None:
+                taken = take_up([uuid for uuid in due if uuid in node_cache
+                                 and node_cache[uuid].instance_id is None])
+                answer = [uuid for uuid in due if uuid not in frozenset(taken)]
             if not answer and prints:
                 # nova takes the first node of this answer as "this host's node" (a
                 # build's anti-affinity check, among others): never empty while a node
@@ -147,7 +154,12 @@ class PeriodicNodes:
             self._lines.quiet = frozenset(managed) - frozenset(answer)
             aged = self.passes.aged(prints, now)
             left = self.passes.next_aged_in(prints, now)
-        if log:
+        if taken:
+            LOG.info("resource tracker at the service's start: %d of %d nodes taken up with "
+                     "their compute node records here (free; nova's update of each at its "
+                     "first periodic), nova's start-up update over %d", len(taken),
+                     len(managed), len(answer))
+        elif log:
             self._log(answer, due, aged, len(managed), left)
         return answer
 
@@ -226,6 +238,11 @@ def update_interval_s():
     default spacing; below 0 the periodic does not run, and the interval is moot)."""
     interval = cfg.CONF.update_resources_interval
     return float(interval) if interval > 0 else periodic_task.DEFAULT_INTERVAL
+
+
+def at_start(frame):
+    """Whether ``frame`` is nova's update at the service's start (``pre_start_hook``)."""
+    return novas_periodic(frame) and frame.f_locals.get("startup") is True
 
 
 def novas_periodic(frame):

@@ -21,12 +21,14 @@ build's question is nova's real ``ComputeManager._get_nodename``.
 
 import logging
 import threading
+import types
 import uuid
 
 import pytest
 from nova import context as nova_context
 from nova import objects
 from nova.compute import manager as nova_manager
+from nova.compute import resource_tracker as nova_resource_tracker
 from openstack.baremetal.v1 import node as sdk_node
 from oslo_service import periodic_task as oslo_periodic_task
 
@@ -94,11 +96,12 @@ class Service:
                             lambda *args, **kwargs: [], raising=False)
         self.context = nova_context.get_admin_context()
 
-    def periodic(self, after=INTERVAL):
-        """The next periodic, ``after`` seconds on: the nodes nova looked at."""
+    def periodic(self, after=INTERVAL, startup=False):
+        """The next periodic (``startup``: nova's update at the service's start),
+        ``after`` seconds on: the nodes nova looked at."""
         self.clock.now += after
         self.manager.rt.looked_at = []
-        self.manager.update_available_resource(self.context)
+        self.manager.update_available_resource(self.context, startup=startup)
         return set(self.manager.rt.looked_at)
 
     def nodename(self):
@@ -225,6 +228,59 @@ def test_one_is_novas_behaviour(nova_config, monkeypatch, caplog):  # noqa: F811
     finally:
         CONF.clear_override("host")
     assert not [r for r in caplog.records if r.name == PERIODIC_LOG]
+
+
+class RealTracker(nova_resource_tracker.ResourceTracker):
+    """nova's resource tracker with its own ``_init_compute_node`` and ``disabled`` (the
+    database reads stubbed by the test), and the look at each node it is given of
+    ``ResourceTracker`` above."""
+
+    def __init__(self, driver):
+        super().__init__(HOSTS[0], driver, reportclient=object())  # no Placement here
+        self.looked_at = []
+
+    clean_compute_node_cache = ResourceTracker.clean_compute_node_cache
+    update_available_resource = ResourceTracker.update_available_resource
+
+
+def test_at_the_start_a_free_node_with_its_record_here_is_taken_up_not_updated(
+        service, monkeypatch, caplog):
+    """nova's start (``pre_start_hook``: ``update_available_resource(startup=True)``)
+    with the compute node records in place: a free node whose record is this host's
+    goes into nova's resource tracker as nova's update starts with it (nova's own
+    ``_init_compute_node``: a claim on it is possible at once), and nova's start-up update
+    goes over the others only: a node with a server of this host's, a node with no
+    record, a node whose record another host holds.  The nodes taken up are due at the
+    first periodic, as new here; no orphan warning, no record touched."""
+    caplog.set_level(logging.INFO, logger=PERIODIC_LOG)
+    nodes = service.nodes
+    server = str(uuid.uuid4())
+    nodes[3].instance_id = server
+    monkeypatch.setattr(objects.InstanceList, "get_uuids_by_host",
+                        lambda ctxt, host: [server] if host == HOSTS[0] else [])
+    records = {node.id: objects.ComputeNode(
+        id=i, uuid=node.id, hypervisor_hostname=node.id, deleted=False,
+        host=HOSTS[0] if i != 4 else "another-host") for i, node in enumerate(nodes) if i != 2}
+    monkeypatch.setattr(objects.ComputeNodeList, "get_all_by_host", lambda ctxt, host: [
+        cn for cn in records.values() if cn.host == host])
+    monkeypatch.setattr(nova_resource_tracker.ResourceTracker, "_get_compute_node",
+                        lambda self, ctxt, uuid_: records.get(uuid_))
+    monkeypatch.setattr(objects.PciDeviceList, "get_by_compute_node",
+                        lambda ctxt, node_id: objects.PciDeviceList(objects=[]))
+    rt = RealTracker(service.driver)
+    service.manager.rt = rt
+    service.driver.virtapi = types.SimpleNamespace(_compute=service.manager)
+    monkeypatch.setattr(service.manager, "_get_compute_nodes_in_db",
+                        lambda *args, **kwargs: [cn for cn in records.values()
+                                                 if cn.host == HOSTS[0]])
+    started = service.periodic(startup=True)
+    assert started == service.ids(2, 3, 4)  # no record, a server, another host's record
+    taken = service.ids(0, 1)
+    assert set(rt.compute_nodes) == taken and not any(map(rt.disabled, taken))
+    assert "2 of 5 nodes taken up with their compute node records here" in caplog.text
+    assert "Found orphan compute node" not in caplog.text
+    assert service.periodic() == taken  # nova's update of each, as new here
+    assert len(service.periodic()) == 1  # then the one node, as ever
 
 
 def test_novas_orphan_check_and_failure_lines(service, monkeypatch, caplog):

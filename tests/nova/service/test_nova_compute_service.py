@@ -50,7 +50,7 @@ def run(*argv, conf):
 def nova_compute(request, stack, shard, tmp_path):
     """Start nova-conductor and nova-compute (our driver, with the test's ``[rp_reporter]``
     options from ``@pytest.mark.parametrize("nova_compute", [{...}], indirect=True)``);
-    yield nova-compute's log path."""
+    yield them (``NovaServices``)."""
     common = {
         # graceful_shutdown_timeout: SIGTERM stops each service within 5 s (nova 33 took
         # the default 60 s, then the test's 30 s wait and a SIGKILL, at every teardown).
@@ -81,26 +81,56 @@ def nova_compute(request, stack, shard, tmp_path):
         f"sqlite:///{tmp_path}/nova_cell0.db", conf=str(conductor_conf))
     run("nova-manage", "cell_v2", "create_cell", "--name", "cell1", conf=str(conductor_conf))
     run("nova-manage", "db", "sync", conf=str(conductor_conf))
-    procs = []
-    for name, conf in (("nova-conductor", conductor_conf), ("nova-compute", compute_conf)):
-        log = open(tmp_path / f"{name}.log", "w")
-        procs.append(subprocess.Popen([os.path.join(BIN, name), "--config-file", str(conf)],
-                                      stdout=log, stderr=subprocess.STDOUT))
-    yield tmp_path / "nova-compute.log"
-    for proc in procs:
+    services = NovaServices(tmp_path)
+    services.start("nova-conductor", conductor_conf)
+    services.start("nova-compute", compute_conf)
+    yield services
+    services.stop()
+
+
+class NovaServices:
+    """The test's nova services, each started by its own command; ``log``: nova-compute's."""
+
+    def __init__(self, path):
+        self.path = path
+        self.log = path / "nova-compute.log"
+        self.procs = {}  # name: (process, its configuration file)
+
+    def start(self, name, conf):
+        with open(self.path / f"{name}.log", "a") as log:  # a restart goes on in the same
+            self.procs[name] = (subprocess.Popen(
+                [os.path.join(BIN, name), "--config-file", str(conf)],
+                stdout=log, stderr=subprocess.STDOUT), conf)
+
+    def restart(self, name, while_down=lambda: None):
+        """SIGTERM, as an operator's service manager stops it, ``while_down()``, then its
+        command again."""
+        proc, conf = self.procs[name]
         proc.send_signal(signal.SIGTERM)
-    for proc in procs:
+        self._wait(proc)
+        while_down()
+        self.start(name, conf)
+
+    def stop(self):
+        for proc, _ in self.procs.values():
+            proc.send_signal(signal.SIGTERM)
+        for proc, _ in self.procs.values():
+            self._wait(proc)
+
+    @staticmethod
+    def _wait(proc):
         try:
             proc.wait(30)
         except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
 
 
 def test_nova_compute_loads_the_driver_and_reports_the_nodes_through_it(
         nova_compute, ironic, placement):
     available = ironic.create(resource_class="baremetal-gold")
     maintenance = ironic.create(resource_class="baremetal-gold", maintenance=True)
-    log = nova_compute
+    log = nova_compute.log
 
     def loaded():
         text = log.read_text()
@@ -134,7 +164,7 @@ def test_between_full_passes_the_periodic_goes_over_only_the_changed_node(
     node records and draw no orphan warning.  Its node refreshes list the whole fleet
     once a full pass and otherwise what Ironic wrote since, and miss no node created."""
     quiet, changed = [ironic.create(), ironic.create()], ironic.create()
-    log = nova_compute
+    log = nova_compute.log
     database = log.parent / "nova.db"
 
     def periodics():
@@ -167,3 +197,42 @@ def test_between_full_passes_the_periodic_goes_over_only_the_changed_node(
     with sqlite3.connect(database) as db:
         records = db.execute("SELECT hypervisor_hostname FROM compute_nodes WHERE deleted = 0")
         assert {row[0] for row in records} == {*quiet, changed, late}
+
+
+TAKEN_UP = re.compile(r"resource tracker at the service's start: (\d+) of (\d+) nodes taken "
+                      r"up with their compute node records here .*start-up update over (\d+)")
+
+
+@pytest.mark.parametrize("nova_compute", [{"full_pass_every": 3}], indirect=True)
+def test_a_restart_takes_up_the_free_nodes_with_their_records_and_updates_them_after(
+        nova_compute, ironic, placement):
+    """nova-compute stopped (SIGTERM) and started again with its records in place
+    (``full_pass_every = 3``): the free nodes whose records are this host's go into
+    nova's resource tracker without nova's start-up update, which goes over only a node
+    created while the service was down (no record yet); its first periodic then goes
+    over the nodes taken up, as new here.  No record or provider lost, no orphan."""
+    nodes = [ironic.create() for _ in range(3)]
+    log = nova_compute.log
+    database = log.parent / "nova.db"
+
+    def records():
+        with sqlite3.connect(database) as db:
+            rows = db.execute("SELECT hypervisor_hostname FROM compute_nodes WHERE deleted = 0")
+            return {row[0] for row in rows}
+    wait_for(lambda: records() == set(nodes) and all(map(placement.provider, nodes)), 120,
+             "the three nodes' records and providers")
+    created = []
+    before = len(log.read_text())
+    nova_compute.restart("nova-compute", while_down=lambda: created.append(ironic.create()))
+
+    def since_restart():
+        return log.read_text()[before:]
+    wait_for(lambda: TAKEN_UP.search(since_restart()), 120, "the start's line")
+    assert TAKEN_UP.search(since_restart()).groups() == ("3", "4", "1"), since_restart()[-3000:]
+    wait_for(lambda: PERIODIC.search(since_restart()), 60, "the first periodic's line")
+    first = PERIODIC.search(since_restart()).groups()
+    assert first[:3] == ("3", "4", "3"), first  # the three taken up, due as new here
+    wait_for(lambda: records() == {*nodes, *created}, 60, "the created node's record")
+    assert all(map(placement.provider, [*nodes, *created]))
+    assert "Found orphan compute node" not in since_restart()
+    assert "Deleting orphan" not in since_restart()

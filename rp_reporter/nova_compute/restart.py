@@ -1,0 +1,81 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A service's start with its compute node records in place, ``full_pass_every`` above 1.
+
+nova's start (``ComputeManager.pre_start_hook``) runs its resource tracker's update over
+every node the driver gives before the service takes a request, and a claim needs the
+node in the resource tracker (``ComputeResourcesUnavailable`` otherwise).  At 3,000
+nodes a service that is some minutes with no build taken after each restart, while
+nothing about a free node whose record and provider are in place needs nova's look
+first: the agents keep its provider.
+
+So at the start, a free node (no server) whose compute node record is this host's is
+taken up as nova's own update starts with it: ``_init_compute_node``, under the
+resource tracker's lock, puts the record into the resource tracker (one database read).
+The rest of nova's update of it (usage, Placement, the record's fields) is left to the
+first periodic, where it is due as new here.  A node with a server, a node new to this
+host and a node whose record another host holds go through nova's start-up update as
+before.
+"""
+
+import logging
+
+from nova import context as nova_context
+from nova import exception
+from nova import objects
+from nova import utils as nova_utils
+from nova.compute import resource_tracker
+from oslo_config import cfg
+
+LOG = logging.getLogger(__name__)
+
+
+def records_here(manager):
+    """{node: its compute node record} of this host's records."""
+    context = nova_context.get_admin_context()
+    try:
+        records = objects.ComputeNodeList.get_all_by_host(context, manager.host)
+    except exception.NotFound:  # nova's answer when the host has none yet
+        return {}
+    return {cn.hypervisor_hostname: cn for cn in records}
+
+
+def take_up(manager, resources_of, nodes):
+    """The nodes of ``nodes`` (free ones) whose compute node record is this host's, each
+    put into nova's resource tracker as nova's update starts with it
+    (``resources_of(node)``: the driver's resources of the node, nova's own answer)."""
+    here = records_here(manager)
+    rt = manager.rt
+    context = nova_context.get_admin_context()
+
+    @nova_utils.synchronized(resource_tracker.COMPUTE_RESOURCE_SEMAPHORE, fair=True)
+    def init(resources):
+        rt._init_compute_node(context, resources)
+
+    taken = []
+    for node in nodes:
+        if node not in here or here[node].host != manager.host:
+            continue
+        resources = resources_of(node)
+        # what nova's update sets before its _init_compute_node
+        resources["host_ip"] = cfg.CONF.my_ip
+        if resources.get("cpu_info") is None:
+            resources["cpu_info"] = ""
+        try:
+            init(resources)
+        except Exception:  # noqa: BLE001 - that node goes through nova's update instead
+            LOG.exception("Node %s: not taken up at the service's start; nova's start-up "
+                          "update goes over it", node)
+            continue
+        taken.append(node)
+    return taken
