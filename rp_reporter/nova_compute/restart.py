@@ -54,7 +54,12 @@ def take_up(manager, resources_of, nodes):
     """The nodes of ``nodes`` (free ones) whose compute node record is this host's, each
     put into nova's resource tracker as nova's update starts with it
     (``resources_of(node)``: the driver's resources of the node, nova's own answer)."""
-    here = records_here(manager)
+    try:
+        here = records_here(manager)
+    except Exception:  # noqa: BLE001 - then nova's start-up update goes over every node
+        LOG.exception("This host's compute node records could not be read: nova's "
+                      "start-up update goes over every node")
+        return []
     rt = manager.rt
     context = nova_context.get_admin_context()
 

@@ -283,6 +283,18 @@ def test_at_the_start_a_free_node_with_its_record_here_is_taken_up_not_updated(
     assert len(service.periodic()) == 1  # then the one node, as ever
 
 
+def test_at_the_start_records_that_cannot_be_read_leave_every_node_to_nova(
+        service, monkeypatch, caplog):
+    """nova-conductor not answering at the start: nova's start-up update goes over every
+    node, as without the take-up, and the service starts."""
+    def conductor_down(ctxt, host):
+        raise TimeoutError("MessagingTimeout: no reply from nova-conductor")
+    monkeypatch.setattr(objects.ComputeNodeList, "get_all_by_host", conductor_down)
+    service.driver.virtapi = types.SimpleNamespace(_compute=service.manager)
+    assert service.periodic(startup=True) == service.every
+    assert "compute node records could not be read" in caplog.text
+
+
 def test_novas_orphan_check_and_failure_lines(service, monkeypatch, caplog):
     """nova's orphan check and failure lines, through nova's and oslo.service's own
     loggers; init_host's view."""
