@@ -20,8 +20,9 @@ nothing about a free node whose record and provider are in place needs nova's lo
 first: the agents keep its provider.
 
 So at the start, a free node (no server) whose compute node record is this host's is
-taken up as nova's own update starts with it: ``_init_compute_node``, under the
-resource tracker's lock, puts the record into the resource tracker (one database read).
+taken up as nova's own update starts with it: under the resource tracker's lock, its
+record (this host's records are read at once) goes into the resource tracker, and nova's
+``_init_compute_node`` goes on from there.
 The rest of nova's update of it (usage, Placement, the record's fields) is left to the
 first periodic, where it is due as new here.  A node with a server, a node new to this
 host and a node whose record another host holds go through nova's start-up update as
@@ -64,12 +65,21 @@ def take_up(manager, resources_of, nodes):
     context = nova_context.get_admin_context()
 
     @nova_utils.synchronized(resource_tracker.COMPUTE_RESOURCE_SEMAPHORE, fair=True)
-    def init(resources):
-        rt._init_compute_node(context, resources)
+    def init(record, resources):
+        # The record as nova's _init_compute_node keeps one it read (here all of them in
+        # one read, not one a node); nova's own code then takes it from there.
+        added = rt.compute_nodes.setdefault(record.hypervisor_hostname, record) is record
+        try:
+            rt._init_compute_node(context, resources)
+        except Exception:
+            if added:  # as nova's own would leave it: not in the resource tracker
+                rt.compute_nodes.pop(record.hypervisor_hostname, None)
+            raise
 
     taken = []
     for node in nodes:
-        if node not in here or here[node].host != manager.host:
+        record = here.get(node)
+        if record is None or record.host != manager.host:
             continue
         resources = resources_of(node)
         # what nova's update sets before its _init_compute_node
@@ -77,7 +87,7 @@ def take_up(manager, resources_of, nodes):
         if resources.get("cpu_info") is None:
             resources["cpu_info"] = ""
         try:
-            init(resources)
+            init(record, resources)
         except Exception:  # noqa: BLE001 - that node goes through nova's update instead
             LOG.exception("Node %s: not taken up at the service's start; nova's start-up "
                           "update goes over it", node)

@@ -259,15 +259,16 @@ def test_at_the_start_a_free_node_with_its_record_here_is_taken_up_not_updated(
     monkeypatch.setattr(objects.InstanceList, "get_uuids_by_host",
                         lambda ctxt, host: [server] if host == HOSTS[0] else [])
     records = {node.id: objects.ComputeNode(
-        id=i, uuid=node.id, hypervisor_hostname=node.id, deleted=False,
+        id=i, uuid=node.id, hypervisor_hostname=node.id, deleted=False, service_id=7,
         host=HOSTS[0] if i != 4 else "another-host") for i, node in enumerate(nodes) if i != 2}
     monkeypatch.setattr(objects.ComputeNodeList, "get_all_by_host", lambda ctxt, host: [
         cn for cn in records.values() if cn.host == host])
     monkeypatch.setattr(nova_resource_tracker.ResourceTracker, "_get_compute_node",
-                        lambda self, ctxt, uuid_: records.get(uuid_))
+                        lambda *args: pytest.fail("a database read per node"))
     monkeypatch.setattr(objects.PciDeviceList, "get_by_compute_node",
                         lambda ctxt, node_id: objects.PciDeviceList(objects=[]))
     rt = RealTracker(service.driver)
+    rt.set_service_ref(objects.Service(id=7, host=HOSTS[0]))  # nova's pre_start_hook
     service.manager.rt = rt
     service.driver.virtapi = types.SimpleNamespace(_compute=service.manager)
     monkeypatch.setattr(service.manager, "_get_compute_nodes_in_db",
@@ -277,10 +278,38 @@ def test_at_the_start_a_free_node_with_its_record_here_is_taken_up_not_updated(
     assert started == service.ids(2, 3, 4)  # no record, a server, another host's record
     taken = service.ids(0, 1)
     assert set(rt.compute_nodes) == taken and not any(map(rt.disabled, taken))
+    assert all(rt.compute_nodes[node] is records[node] for node in taken)
     assert "2 of 5 nodes taken up with their compute node records here" in caplog.text
     assert "Found orphan compute node" not in caplog.text
     assert service.periodic() == taken  # nova's update of each, as new here
     assert len(service.periodic()) == 1  # then the one node, as ever
+
+
+def test_a_node_nova_fails_to_take_up_at_the_start_goes_through_its_update(
+        service, monkeypatch):
+    """nova's ``_init_compute_node`` raising for one node: that node is left out of the
+    resource tracker, as nova's would be, and goes through nova's start-up update."""
+    records = {node.id: objects.ComputeNode(id=i, uuid=node.id, hypervisor_hostname=node.id,
+                                            deleted=False, service_id=7, host=HOSTS[0])
+               for i, node in enumerate(service.nodes)}
+    monkeypatch.setattr(objects.ComputeNodeList, "get_all_by_host",
+                        lambda ctxt, host: list(records.values()))
+    monkeypatch.setattr(objects.PciDeviceList, "get_by_compute_node",
+                        lambda ctxt, node_id: objects.PciDeviceList(objects=[]))
+    init = nova_resource_tracker.ResourceTracker._init_compute_node
+    failing = service.nodes[1].id
+
+    def fails_for_one(self, context, resources):
+        if resources["hypervisor_hostname"] == failing:
+            raise ValueError("a record nova cannot take")
+        return init(self, context, resources)
+    monkeypatch.setattr(nova_resource_tracker.ResourceTracker, "_init_compute_node",
+                        fails_for_one)
+    rt = service.manager.rt = RealTracker(service.driver)
+    rt.set_service_ref(objects.Service(id=7, host=HOSTS[0]))
+    service.driver.virtapi = types.SimpleNamespace(_compute=service.manager)
+    assert service.periodic(startup=True) == {failing}
+    assert set(rt.compute_nodes) == service.every - {failing}
 
 
 def test_at_the_start_records_that_cannot_be_read_leave_every_node_to_nova(
