@@ -539,12 +539,14 @@ def after_restart(setup, nova, flavor, node_ids, logs, kept, args):
         server = nova.boot(f"{setup.resource_class}-restart-{i}", flavor, host=host)
         built = nova.wait_built(server, args.timeout)
         return {"server": server, "status": built["status"], "asked": asked,
-                "s": time.time() - asked}
+                "s": time.time() - asked,
+                "node": built.get("OS-EXT-SRV-ATTR:hypervisor_hostname")}
 
     def boots(first):
         with concurrent.futures.ThreadPoolExecutor(max(args.restart_boots, 1)) as pool:
             return list(pool.map(boot, range(first, first + args.restart_boots)))
     at_start = boots(0)
+    free -= {b["node"] for b in at_start}  # (a node a boot took is not schedulable)
     wait_for(lambda: periodics(logs[host], offset=offset), args.timeout,
              f"{setup.name}: {host}'s start-up pass", interval=5)
     first, took, count = periodics(logs[host], offset=offset)[0]
