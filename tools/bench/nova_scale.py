@@ -555,7 +555,8 @@ def after_restart(setup, nova, flavor, node_ids, logs, kept, args):
 
     def schedulable_now():
         checked.append(time.time())
-        return (all(live.intersection(nova.compute_nodes().get(n, ())) for n in free)
+        homes = nova.compute_nodes()  # once a check (it was once a node: hours at 10,000)
+        return (all(live.intersection(homes.get(n, ())) for n in free)
                 and free <= setup.placement.offered(setup.placement_class))
     wait_for(schedulable_now, args.timeout, f"{setup.name}: {host}'s free nodes schedulable",
              interval=2)
