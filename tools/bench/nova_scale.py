@@ -555,9 +555,7 @@ def after_restart(setup, nova, flavor, node_ids, logs, kept, args):
 
     def schedulable_now():
         checked.append(time.time())
-        homes = nova.compute_nodes()  # once a check (it was once a node: hours at 10,000)
-        return (all(live.intersection(homes.get(n, ())) for n in free)
-                and free <= setup.placement.offered(setup.placement_class))
+        return schedulable(nova, setup.placement, setup.placement_class, free, live)
     wait_for(schedulable_now, args.timeout, f"{setup.name}: {host}'s free nodes schedulable",
              interval=2)
     schedulable = max(first + took, checked[-1])
@@ -583,6 +581,15 @@ def after_restart(setup, nova, flavor, node_ids, logs, kept, args):
     for made in booted:
         nova.delete(made["server"])
     return dict(figures, **before.lost(node_ids, "_through_restart"))
+
+
+def schedulable(nova, placement, resource_class, nodes, live):
+    """Whether each of ``nodes`` is schedulable: its compute node record on a service of
+    ``live``, and offered.  nova's hypervisors are listed once (at 10,000 nodes a
+    listing takes minutes)."""
+    homes = nova.compute_nodes()
+    return (all(live.intersection(homes.get(n, ())) for n in nodes)
+            and nodes <= placement.offered(resource_class))
 
 
 def median(values):

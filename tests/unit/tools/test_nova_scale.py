@@ -172,3 +172,23 @@ def test_a_quiet_periodic_goes_over_one_node_at_most_and_the_start_is_left_out()
     figures = nova_scale.quiet_figures({"h0": [[300.0, 1000], [4.0, 1], [6.5, 0]],
                                         "h1": [[250.0, 990], [40.0, 990], [3.0, 1]]})
     assert figures == {"quiet_periodic_max_s": 6.5, "busy_periodic_max_s": 40.0}
+
+
+def test_the_restart_lists_novas_hypervisors_once_a_check():
+    """At 10,000 nodes one listing of nova's hypervisors takes about 3 minutes: the check
+    whether the restarted service's free nodes are schedulable lists them once, not once
+    a node."""
+    listings = []
+
+    class Nova:
+        def compute_nodes(self):
+            listings.append(1)
+            return {"a": ["h1"], "b": ["h2"], "c": ["gone"]}
+
+    class Placement:
+        def offered(self, resource_class):
+            return {"a", "b", "c"}
+    live = {"h1", "h2"}
+    assert nova_scale.schedulable(Nova(), Placement(), "X", {"a", "b"}, live)
+    assert not nova_scale.schedulable(Nova(), Placement(), "X", {"a", "c"}, live)
+    assert listings == [1, 1]
