@@ -192,3 +192,79 @@ def test_the_restart_lists_novas_hypervisors_once_a_check():
     assert nova_scale.schedulable(Nova(), Placement(), "X", {"a", "b"}, live)
     assert not nova_scale.schedulable(Nova(), Placement(), "X", {"a", "c"}, live)
     assert listings == [1, 1]
+
+
+STARTED_LINE = ("{at} 31139 DEBUG oslo_service.periodic_task [None req-cccc - - - - - -] "
+                "Running periodic task ComputeManager.update_available_resource "
+                "run_periodic_tasks\n")
+
+
+def test_a_restart_is_measured_through_a_boot_nova_errored_that_holds_a_free_node(tmp_path):
+    """The restart's figures with fakes for the stack: a boot asked as the service
+    starts, set to ERROR by nova's init_host with no node while its queued request
+    still takes a free node (seen at 10,000 nodes), is no free node to wait for; the
+    start-up pass and the first periodic after it are read from the service's log."""
+    log = tmp_path / "nova-compute.log"
+    log.write_text("before the restart\n")
+    ago = datetime.datetime.now() - datetime.timedelta(seconds=100)
+
+    def at(seconds):
+        return (ago + datetime.timedelta(seconds=seconds)).isoformat(" ", "milliseconds")
+
+    class Service:
+        def stop(self):
+            pass
+
+    class Placement:
+        def offered(self, resource_class):
+            return {"n2", "n3"}  # n1 is held by a boot below
+
+        def allocations(self, server):
+            return {"n1": {"X": 1}} if server == "s0" else {}
+
+        def provider_uuids(self):
+            return {"n1", "n2", "n3"}
+
+    class Setup:
+        name = "rp_reporter"
+        hosts = ["h0", "h1"]
+        placement = Placement()
+        placement_class = "X"
+        resource_class = "x"
+        stack = type("Stack", (), {"service": lambda self, name: Service()})()
+
+        def start_service(self, host):
+            with open(log, "a") as f:  # its start-up pass (one node), then a periodic
+                f.write(LINE.format(at=at(0), req="req-dddd", held="0.1")
+                        + STARTED_LINE.format(at=at(10))
+                        + "".join(LINE.format(at=at(10 + i), req="req-eeee", held="0.2")
+                                  for i in range(3)))
+
+    class Nova:
+        booted = []
+
+        def compute_nodes(self):
+            return {n: ["h1"] for n in ("n1", "n2", "n3")}
+
+        def boot(self, name, flavor, host):
+            self.booted.append(f"s{len(self.booted)}")
+            return self.booted[-1]
+
+        def wait_built(self, server, timeout):
+            if server in ("s0", "s1"):  # asked as it started: nova's init_host's ERROR
+                return {"status": "ERROR"}
+            return {"status": "ACTIVE", "OS-EXT-SRV-ATTR:hypervisor_hostname": "n2"}
+
+        def delete(self, server):
+            pass
+
+    args = type("Args", (), {"restart_boots": 2, "timeout": 5})()
+    figures = nova_scale.after_restart(Setup(), Nova(), "flavor", ["n1", "n2", "n3"],
+                                       {"h1": log}, {}, args)
+    assert figures["restart_free_nodes"] == 3
+    assert figures["restart_first_periodic"] == [0.0, 1]
+    assert figures["restart_periodic_after_start"] == [2.0, 3]
+    assert figures["restart_boots"] == 4 and figures["restart_boots_failed"] == 2
+    assert figures["restart_boot_p50_at_start_s"] is None  # both ERROR
+    assert figures["restart_to_schedulable_s"] >= 0
+    assert figures["records_deleted_through_restart"] == 0
