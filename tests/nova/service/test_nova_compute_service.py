@@ -150,6 +150,8 @@ def test_nova_compute_loads_the_driver_and_reports_the_nodes_through_it(
         assert {"COMPUTE_NODE"} <= placement.provider(node)["traits"], node
 
 
+TAKEN_UP = re.compile(r"resource tracker at the service's start: (\d+) of (\d+) nodes taken "
+                      r"up with their compute node records here .*start-up update over (\d+)")
 PERIODIC = re.compile(r"resource tracker periodic: (\d+) of (\d+) nodes \(due: (\d+) new here, "
                       r"changed or touched since nova's last look, (\d+) not looked at")
 
@@ -162,10 +164,17 @@ def test_between_full_passes_the_periodic_goes_over_only_the_changed_node(
     has not looked at for 25 s, or else the one it looked at least recently (never none:
     a build takes the first node of the answer); the nodes left out keep their compute
     node records and draw no orphan warning.  Its node refreshes list the whole fleet
-    once a full pass and otherwise what Ironic wrote since, and miss no node created."""
+    once a full pass and otherwise what Ironic wrote since, and miss no node created.
+    Restarted with its records in place, it takes up its nodes with no server without
+    nova's start-up update and updates them at its first periodic."""
     quiet, changed = [ironic.create(), ironic.create()], ironic.create()
     log = nova_compute.log
     database = log.parent / "nova.db"
+
+    def records():
+        with sqlite3.connect(database) as db:
+            rows = db.execute("SELECT hypervisor_hostname FROM compute_nodes WHERE deleted = 0")
+            return {row[0] for row in rows}
 
     def periodics():
         """(given, managed, due for a change, due for their age) of each partial line."""
@@ -194,45 +203,23 @@ def test_between_full_passes_the_periodic_goes_over_only_the_changed_node(
     whole = text.count("nova's node refresh: the whole fleet listed")
     assert 1 <= whole < len(periodics()), (whole, len(periodics()))
     assert "Found orphan compute node" not in text and "Deleting orphan" not in text
-    with sqlite3.connect(database) as db:
-        records = db.execute("SELECT hypervisor_hostname FROM compute_nodes WHERE deleted = 0")
-        assert {row[0] for row in records} == {*quiet, changed, late}
-
-
-TAKEN_UP = re.compile(r"resource tracker at the service's start: (\d+) of (\d+) nodes taken "
-                      r"up with their compute node records here .*start-up update over (\d+)")
-
-
-@pytest.mark.parametrize("nova_compute", [{"full_pass_every": 3}], indirect=True)
-def test_a_restart_takes_up_the_free_nodes_with_their_records_and_updates_them_after(
-        nova_compute, ironic, placement):
-    """nova-compute stopped (SIGTERM) and started again with its records in place
-    (``full_pass_every = 3``): the free nodes whose records are this host's go into
-    nova's resource tracker without nova's start-up update, which goes over only a node
-    created while the service was down (no record yet); its first periodic then goes
-    over the nodes taken up, as new here.  No record or provider lost, no orphan."""
-    nodes = [ironic.create() for _ in range(3)]
-    log = nova_compute.log
-    database = log.parent / "nova.db"
-
-    def records():
-        with sqlite3.connect(database) as db:
-            rows = db.execute("SELECT hypervisor_hostname FROM compute_nodes WHERE deleted = 0")
-            return {row[0] for row in rows}
-    wait_for(lambda: records() == set(nodes) and all(map(placement.provider, nodes)), 120,
-             "the three nodes' records and providers")
-    created = []
-    before = len(log.read_text())
+    assert records() == {*quiet, changed, late}
+    # nova-compute stopped (SIGTERM) and started again with its records in place: the
+    # nodes with no server whose records are its own are taken up without nova's
+    # start-up update, which goes over only a node created while it was down (no record
+    # yet); its first periodic then goes over the nodes taken up, as new here.
+    before, created = len(log.read_text()), []
     nova_compute.restart("nova-compute", while_down=lambda: created.append(ironic.create()))
 
     def since_restart():
         return log.read_text()[before:]
     wait_for(lambda: TAKEN_UP.search(since_restart()), 120, "the start's line")
-    assert TAKEN_UP.search(since_restart()).groups() == ("3", "4", "1"), since_restart()[-3000:]
+    assert TAKEN_UP.search(since_restart()).groups() == ("4", "5", "1"), since_restart()[-3000:]
     wait_for(lambda: PERIODIC.search(since_restart()), 60, "the first periodic's line")
-    first = PERIODIC.search(since_restart()).groups()
-    assert first[:3] == ("3", "4", "3"), first  # the three taken up, due as new here
-    wait_for(lambda: records() == {*nodes, *created}, 60, "the created node's record")
-    assert all(map(placement.provider, [*nodes, *created]))
+    assert PERIODIC.search(since_restart()).groups()[:3] == ("4", "5", "4")
+    wait_for(lambda: records() == {*quiet, changed, late, *created}, 60,
+             "the created node's record")
+    assert all(map(placement.provider, [*quiet, changed, late, *created]))
     assert "Found orphan compute node" not in since_restart()
     assert "Deleting orphan" not in since_restart()
+
