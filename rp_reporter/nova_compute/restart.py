@@ -14,17 +14,17 @@
 
 nova's start (``ComputeManager.pre_start_hook``) runs its resource tracker's update over
 every node the driver gives before the service takes a request, and a claim needs the
-node in the resource tracker (``ComputeResourcesUnavailable`` otherwise).  At 3,000
-nodes a service that is some minutes with no build taken after each restart, while
-nothing about a free node whose record and provider are in place needs nova's look
-first: the agents keep its provider.
+node in the resource tracker (``ComputeResourcesUnavailable`` otherwise).  At 1,000
+nodes a service, that is minutes without a build taken at each restart, though a free
+node whose record and provider are in place needs nothing of nova's look first: the
+agents keep its provider.
 
 So at the start, a free node (no server) whose compute node record is this host's is
 taken up as nova's own update starts with it: under the resource tracker's lock, its
 record (this host's records are read at once) goes into the resource tracker, and nova's
-``_init_compute_node`` goes on from there.
-The rest of nova's update of it (usage, Placement, the record's fields) is left to the
-first periodic, where it is due as new here.  A node with a server, a node new to this
+``_init_compute_node`` goes on from there.  The rest of nova's update of it (usage,
+Placement, the record's fields) is left to the first periodic, where it is due as new
+here.  A node with a server, a node new to this
 host and a node whose record another host holds go through nova's start-up update as
 before.
 """
