@@ -139,11 +139,11 @@ class PeriodicNodes:
             # A managed node missing from the cache (nova reads it on its own) goes over.
             due += [uuid for uuid in managed if uuid not in node_cache]
             answer = list(due)
-            taken = ()
+            taken = frozenset()
             if take_up is not None:
-                taken = take_up([uuid for uuid in due if uuid in node_cache
-                                 and node_cache[uuid].instance_id is None])
-                answer = [uuid for uuid in due if uuid not in frozenset(taken)]
+                taken = frozenset(take_up([uuid for uuid in due if uuid in node_cache
+                                           and node_cache[uuid].instance_id is None]))
+                answer = [uuid for uuid in due if uuid not in taken]
             if not answer and prints:
                 # nova takes the first node of this answer as "this host's node" (a
                 # build's anti-affinity check, among others): never empty while a node

@@ -24,9 +24,8 @@ taken up as nova's own update starts with it: under the resource tracker's lock,
 record (this host's records are read at once) goes into the resource tracker, and nova's
 ``_init_compute_node`` goes on from there.  The rest of nova's update of it (usage,
 Placement, the record's fields) is left to the first periodic, where it is due as new
-here.  A node with a server, a node new to this
-host and a node whose record another host holds go through nova's start-up update as
-before.
+here.  A node with a server, a node new to this host and a node whose record another
+host holds go through nova's start-up update as before.
 """
 
 import logging
@@ -41,9 +40,8 @@ from oslo_config import cfg
 LOG = logging.getLogger(__name__)
 
 
-def records_here(manager):
+def records_here(manager, context):
     """{node: its compute node record} of this host's records."""
-    context = nova_context.get_admin_context()
     try:
         records = objects.ComputeNodeList.get_all_by_host(context, manager.host)
     except exception.NotFound:  # nova's answer when the host has none yet
@@ -55,14 +53,14 @@ def take_up(manager, resources_of, nodes):
     """The nodes of ``nodes`` (free ones) whose compute node record is this host's, each
     put into nova's resource tracker as nova's update starts with it
     (``resources_of(node)``: the driver's resources of the node, nova's own answer)."""
+    context = nova_context.get_admin_context()
     try:
-        here = records_here(manager)
+        here = records_here(manager, context)
     except Exception:  # noqa: BLE001 - then nova's start-up update goes over every node
         LOG.exception("This host's compute node records could not be read: nova's "
                       "start-up update goes over every node")
         return []
     rt = manager.rt
-    context = nova_context.get_admin_context()
 
     @nova_utils.synchronized(resource_tracker.COMPUTE_RESOURCE_SEMAPHORE, fair=True)
     def init(record, resources):

@@ -539,8 +539,7 @@ def after_restart(setup, nova, flavor, node_ids, logs, kept, args):
         server = nova.boot(f"{setup.resource_class}-restart-{i}", flavor, host=host)
         built = nova.wait_built(server, args.timeout)
         return {"server": server, "status": built["status"], "asked": asked,
-                "s": time.time() - asked,
-                "node": built.get("OS-EXT-SRV-ATTR:hypervisor_hostname")}
+                "s": time.time() - asked}
 
     def boots(first):
         with concurrent.futures.ThreadPoolExecutor(max(args.restart_boots, 1)) as pool:
@@ -634,7 +633,7 @@ def measure(stack, name, nodes, args, workdir):
         built = [b for b in booted if b["status"] == "ACTIVE"]
         reused = setup.reuse(nova, [b for b in built if not b["together"]], args.timeout)
         row.update(reuse_s=[round(s, 2) for s in sorted(reused)],
-                   reuse_p50_s=round(statistics.median(reused), 2) if reused else None)
+                   reuse_p50_s=median(reused))
         row.update(service_peak_rss_mib={h: round(common.peak_rss(pid) / 2**20, 1)
                                          for h, pid in setup.processes().items()},
                    service_cpu_s={h: round(common.process_cpu(pid), 1)
