@@ -18,8 +18,6 @@ import subprocess
 import sys
 import time
 
-from rp_reporter.agent import cmd
-
 CHILD = """
 import os, sys, time
 from rp_reporter.agent import cmd
@@ -44,7 +42,19 @@ def test_an_agent_whose_group_leader_exited_leads_its_own_group(tmp_path):
     assert out.read_text().split() == ["False", "True", "True"], out.read_text()
 
 
+STAYS = """
+import os
+from rp_reporter.agent import cmd
+group = os.getpgrp()
+cmd.lead_a_process_group()
+print(group != os.getpid(), os.path.exists(f"/proc/{group}"), os.getpgrp() == group)
+"""
+
+
 def test_an_agent_whose_group_has_a_leader_stays_in_it():
-    group = os.getpgrp()
-    cmd.lead_a_process_group()
-    assert os.getpgrp() == group
+    # A shell leads a new group and waits for the child (two commands: no exec), so
+    # the group's leader is alive whatever ran this test (a background job's may not be).
+    done = subprocess.run(["sh", "-c", f'"{sys.executable}" -c "$CHILD"; exit $?'],
+                          env=dict(os.environ, CHILD=STAYS), start_new_session=True,
+                          capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["True", "True", "True"], done.stdout + done.stderr
