@@ -222,4 +222,3 @@ def test_between_full_passes_the_periodic_goes_over_only_the_changed_node(
     assert all(map(placement.provider, [*quiet, changed, late, *created]))
     assert "Found orphan compute node" not in since_restart()
     assert "Deleting orphan" not in since_restart()
-
