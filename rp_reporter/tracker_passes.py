@@ -37,6 +37,12 @@ full_pass_every`` N above 1.  A node is due:
   that listing sees a node deleted from Ironic, and nova's look at a deleted node would
   write its provider again.
 
+Before nova's periodic looks at a node, a listing of Ironic made for that periodic
+must have held it (``unseen`` says which did not): a node deleted or moved to another
+shard after the last whole listing read it is still in the fleet kept, and only the
+nodes written since are listed at each refresh.  The driver checks the others against
+Ironic first.
+
 "nova's look" is the resource tracker's ``get_available_resource(node)``, made once per
 node it goes over: ``looked_at`` records it, with the node's fingerprint (the values of
 the fields nova reads, hashable) and the time on a monotonic clock.  Asking which nodes
@@ -97,6 +103,12 @@ class TrackerPasses:
         """The fleet the nodes come from is now a whole listing's that started at
         ``started`` (the same clock as the looks'), and what changed since."""
         self._whole_at = started
+
+    @staticmethod
+    def unseen(uuids, seen, since):
+        """Of ``uuids``, those no listing of Ironic held at or after ``since`` (``seen``:
+        {uuid: when a listing last held it}), in their order."""
+        return [uuid for uuid in uuids if seen.get(uuid, -math.inf) < since]
 
     def least_recent(self, managed):
         """The node of ``managed`` nova looked at least recently (never: first)."""

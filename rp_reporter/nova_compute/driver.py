@@ -77,7 +77,8 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
         if self._periodic.passes.enabled:
             self._listing = node_listing.NodeListing(
                 lambda: self.ironic_connection, self._periodic.passes.longest_s,
-                self._metrics.node_list_requests)
+                self._metrics.node_list_requests, failing=self._metrics.whole_listing_failing,
+                alert_after=CONF.rp_reporter.listing_failures_alert)
 
     def _coordinated(self):
         return CONF.rp_reporter.peers_from == "coordination"
@@ -113,10 +114,15 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
         if self._periodic.passes.enabled and manager and periodic.at_start(caller):
             take_up = functools.partial(
                 restart.take_up, manager, super().get_available_resource)
+        novas_periodic = periodic.novas_periodic(caller)
+        # nova's periodic looks at the nodes of the answer: each is checked in Ironic
+        # first where the periodic's own listing did not hold it (a build's question
+        # needs no check: nova looks at no node for it)
+        listing = self._listing if novas_periodic else None
         return self._periodic.for_periodic(
-            super().get_available_nodes(refresh), self.node_cache,
-            log=periodic.novas_periodic(caller),
-            exists=self._listing and self._listing.exists, take_up=take_up)
+            super().get_available_nodes(refresh), self.node_cache, log=novas_periodic,
+            in_scope=listing and listing.in_scope,
+            seen=listing and (listing.refreshed_at, listing.seen), take_up=take_up)
 
     def get_available_resource(self, nodename):
         # nova's resource tracker calls this once per node it goes over (a periodic, the

@@ -41,8 +41,14 @@ class DriverMetrics:
             "rp_reporter_ironic_node_list_requests",
             "Requests for pages of Ironic's node list made for nova's node refresh with "
             "full_pass_every above 1, by listing: full (the whole fleet, once a full pass), "
-            "changes (the nodes written since the last listing) or check (one node's "
-            "read: is it still there).", ("listing",),
+            "changes (the nodes written since the last listing) or check (the uuids of "
+            "the service's scope, before nova's periodic looks at a node no listing held "
+            "since its last look).", ("listing",), registry=self.registry)
+        self.whole_listing_failing = prom.Gauge(
+            "rp_reporter_whole_listing_failing",
+            "1 while the whole listings of the fleet made for nova's node refresh (with "
+            "full_pass_every above 1) have failed [rp_reporter] listing_failures_alert "
+            "times in a row: nova's periodic then looks at no node for its age.",
             registry=self.registry)
 
     def serve(self, bind, member):

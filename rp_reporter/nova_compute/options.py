@@ -46,6 +46,13 @@ NOVA_OPTS = [
                     "about a minute (doc/performance.md). Size N by the service's share: "
                     "nova's look at every node (0.2-0.3 s a node) should take a small part "
                     "of N intervals, so 10 up to about 1,000 nodes a service, 60 at 3,300."),
+    cfg.IntOpt("listing_failures_alert", default=3, min=1,
+               help="With full_pass_every above 1: after this many whole listings of the "
+                    "fleet failed in a row (each retried after 10 s, doubled at each "
+                    "failure, up to a full pass), the driver's metric "
+                    "rp_reporter_whole_listing_failing is 1 until one succeeds. Meanwhile "
+                    "nova's periodic looks at no node for its age; a node deleted or moved "
+                    "out of this service's scope still never reaches it."),
     cfg.StrOpt("metrics_bind", default="",
                help="host:port where this nova-compute serves rp_reporter's driver metrics "
                     "(/metrics: re-homing moves, fences, refusals and failures, operations "

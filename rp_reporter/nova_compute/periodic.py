@@ -117,15 +117,18 @@ class PeriodicNodes:
             for name in (NOVA_MANAGER_LOG, PERIODIC_TASK_LOG):
                 logging.getLogger(name).addFilter(self._lines)
 
-    def for_periodic(self, managed, node_cache, log=False, exists=None, take_up=None):
+    def for_periodic(self, managed, node_cache, log=False, in_scope=None, seen=(None, {}),
+                     take_up=None):
         """The nodes of ``managed`` (nova's answer: every node this service manages) due at
         nova's periodic; ``node_cache``: nova's, the nodes as just listed; ``log``: the
-        call starts nova's periodic, which the line is logged for; ``exists(uuid)``:
-        whether Ironic still has a node (where the listing may hold a deleted one);
-        ``take_up(free nodes)``: at the service's start, the free nodes due that need
-        no update before requests (``restart``), left out of the answer and due still.
-        Which nodes are due is not changed by the question (nova asks it from a build
-        too)."""
+        call starts nova's periodic, which the line is logged for; ``in_scope(uuids)``:
+        those of ``uuids`` Ironic holds in this service's scope now, or None (given for
+        nova's periodic: a node due that the periodic's own listing did not hold is
+        checked first); ``seen``: (when that listing started, {uuid: when a listing last
+        held the node}); ``take_up(free nodes)``: at the service's
+        start, the free nodes due that need no update before requests (``restart``),
+        left out of the answer and due still.  Which nodes are due is not changed by the
+        question (nova asks it from a build too)."""
         if not self.passes.enabled:
             return managed
         with self._lock:
@@ -138,20 +141,27 @@ class PeriodicNodes:
             due = self.passes.due(prints, now)
             # A managed node missing from the cache (nova reads it on its own) goes over.
             due += [uuid for uuid in managed if uuid not in node_cache]
+            gone = waiting = frozenset()
+            if in_scope is not None:
+                gone, waiting = self._out_of_scope(due, prints, node_cache, in_scope, seen)
+                due = [uuid for uuid in due if uuid not in gone | waiting]
             answer = list(due)
             taken = frozenset()
             if take_up is not None:
                 taken = frozenset(take_up([uuid for uuid in due if uuid in node_cache
                                            and node_cache[uuid].instance_id is None]))
                 answer = [uuid for uuid in due if uuid not in taken]
-            if not answer and prints:
+            if not answer and set(prints) - waiting:
                 # nova takes the first node of this answer as "this host's node" (a
                 # build's anti-affinity check, among others): never empty while a node
                 # is managed here.  The node nova looked at least recently is the one
                 # closest to due anyway: its look is the full pass's work, done early.
-                answer = self._least_recent_existing(prints, exists)
+                answer = [self.passes.least_recent(
+                    {uuid: value for uuid, value in prints.items() if uuid not in waiting})]
             self._given = tuple(answer)
-            self._lines.quiet = frozenset(managed) - frozenset(answer)
+            # nova's orphan handling stays for a node gone from Ironic's scope: nova
+            # deletes the record of one deleted, and warns of one moved.
+            self._lines.quiet = frozenset(managed) - frozenset(answer) - gone
             aged = self.passes.aged(prints, now)
             left = self.passes.next_aged_in(prints, now)
         if taken:
@@ -163,17 +173,34 @@ class PeriodicNodes:
             self._log(answer, due, aged, len(managed), left)
         return answer
 
-    def _least_recent_existing(self, prints, exists):
-        """[the node of ``prints`` nova looked at least recently that Ironic still has]:
-        a listing of what changed cannot see a node deleted, and nova's look at one
-        would write its provider back (a node due for a change or its age was listed)."""
-        candidates = dict(prints)
-        while candidates:
-            uuid = self.passes.least_recent(candidates)
-            if exists is None or exists(uuid):
-                return [uuid]
-            del candidates[uuid]
-        return []
+    def _out_of_scope(self, due, prints, node_cache, in_scope, seen):
+        """(gone, waiting): the nodes due (or the one nova looked at least recently, where
+        none is) that the periodic's listing did not hold and Ironic no longer holds in
+        this service's scope, which leave ``prints`` and nova's cache now; and those left
+        out of this periodic, due still, as Ironic did not answer."""
+        candidates = [uuid for uuid in due if uuid in prints]
+        filler = not candidates
+        gone = set()
+        while prints:
+            if filler:  # the next least recent, where the last was gone
+                candidates = [self.passes.least_recent(prints)]
+            unseen = self.passes.unseen(candidates, seen[1], seen[0])
+            if not unseen:
+                break
+            held = in_scope(unseen)
+            if held is None:
+                LOG.info("resource tracker periodic: %d nodes due wait for the next one (not "
+                         "listed for this periodic, and Ironic does not answer)", len(unseen))
+                return frozenset(gone), frozenset(unseen)
+            lost = set(unseen) - held
+            for uuid in lost:
+                del prints[uuid]
+                node_cache.pop(uuid, None)
+            gone |= lost
+            if not (filler and lost):
+                break
+        self._listed -= gone
+        return frozenset(gone), frozenset()
 
     def _log(self, answer, due, aged, managed, left):
         longest = round(self.passes.longest_s)

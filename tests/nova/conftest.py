@@ -26,7 +26,19 @@ from tools.localstack import releases  # noqa: E402,I001
 if releases.current().nova_compute_runs == "eventlet" and hasattr(monkey_patch, "patch"):
     monkey_patch.patch()
 
-from tests.functional.conftest import ironic  # noqa: F401
-from tests.functional.conftest import placement  # noqa: F401
-from tests.functional.conftest import shard  # noqa: F401
-from tests.functional.conftest import stack  # noqa: F401
+import pytest  # noqa: E402
+
+from tests.functional.conftest import ironic  # noqa: F401,E402
+from tests.functional.conftest import placement  # noqa: F401,E402
+from tests.functional.conftest import running_stack  # noqa: E402
+from tests.functional.conftest import shard  # noqa: F401,E402
+
+# Ironic cuts every page it answers to this many nodes (its [api] max_limit, 1000 by
+# default; an operator may set less): every listing of nova's and of the driver's here
+# must read on past such pages, whatever page it asks for.
+IRONIC_MAX_LIMIT = 20
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory):
+    yield from running_stack(tmp_path_factory, ironic_max_limit=IRONIC_MAX_LIMIT)

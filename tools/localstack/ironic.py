@@ -48,7 +48,7 @@ host = rp-local-conductor
 [api]
 host_ip = 127.0.0.1
 port = {port}
-[dhcp]
+{api_options}[dhcp]
 dhcp_provider = none
 [conductor]
 # On in the nova-cloud profile: a node freed by a server's delete goes through
@@ -95,6 +95,8 @@ def start(stack):
         f.write(IRONIC_CONF.format(dir=conf_dir, port=port, transport_url=stack.transport_url,
                                    auth_strategy=stack.auth, db=stack.database_url(NAME),
                                    automated_clean=stack.nova == "cloud",
+                                   api_options=(f"max_limit = {stack.ironic_max_limit}\n"
+                                                if stack.ironic_max_limit else ""),
                                    vendor_interfaces=("fake,no-vendor" if stack.nova == "cloud"
                                                       else "no-vendor")))
         if stack.database == "sqlite":

@@ -126,8 +126,10 @@ class LocalStack:
     embedded profile, ``LocalStack.production()`` is MariaDB + Keystone + etcd.
     """
 
-    def __init__(self, workdir=None, **knobs):
+    def __init__(self, workdir=None, ironic_max_limit=None, **knobs):
         self.shape = shape_of(**knobs)
+        # Ironic's [api] max_limit: the longest page it answers (None: its 1000)
+        self.ironic_max_limit = ironic_max_limit
         self.release = releases.current()  # the OpenStack release its services are of
         # stack.database, stack.auth, stack.coordination: what the service modules read.
         for knob, value in self.shape.items():

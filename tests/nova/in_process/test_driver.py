@@ -117,8 +117,9 @@ class FakeConnection:
     listing finds it changed since the last (``listing`` holds live objects a test
     changes)."""
 
-    def __init__(self, nodes):
+    def __init__(self, nodes, max_limit=1000):
         self.listing = nodes
+        self.max_limit = max_limit  # Ironic's [api] max_limit: no page is longer
         self._seen = {}  # uuid: the node as the last listing found it
 
     def nodes(self, **query):
@@ -152,8 +153,15 @@ class FakeConnection:
 
     def get(self, url, params, **kwargs):
         """GET /nodes with Ironic's sort_key, sort_dir, limit and marker; as Ironic's, a
-        list asked for some fields has no time stamps, nor may it ask for them."""
+        list asked for some fields has no time stamps, nor may it ask for them, a page
+        is cut to ``max_limit``, and a page as long as its limit links the next."""
         fields = params.get("fields", "").split(",") if "fields" in params else None
+        if url.startswith("/nodes/") and url != "/nodes/detail":  # one node
+            found = [n for n in self.listing if url == f"/nodes/{n.id}"]
+            body = found and {k: v for k, v in found[0].to_dict(
+                computed=False, original_names=True).items() if k in fields}
+            return types.SimpleNamespace(status_code=200 if found else 404,
+                                         json=lambda: body, headers=self.headers())
         assert (fields is None) == url.endswith("/detail"), (url, params)  # else a summary
         if fields and {"created_at", "updated_at"} & set(fields):
             return types.SimpleNamespace(status_code=400, json=lambda: {}, headers=self.headers(),
@@ -163,11 +171,15 @@ class FakeConnection:
                          reverse=params.get("sort_dir") == "desc")
         ids = [n.id for n in ordered]
         start = ids.index(params["marker"]) + 1 if "marker" in params else 0
-        page = ordered[start:start + int(params["limit"])]
+        limit = min(int(params["limit"]), self.max_limit)
+        page = ordered[start:start + limit]
         body = {"nodes": [{k: v for k, v in n.to_dict(computed=False, original_names=True).items()
-                           if not fields or k not in ("created_at", "updated_at")}
+                           if not fields or k in fields or k in ("uuid", "id")}
                           for n in page]}
-        return types.SimpleNamespace(status_code=200, json=lambda: body, headers=self.headers())
+        if len(page) == limit:
+            body["next"] = f"{url}?marker={page[-1].id}"
+        return types.SimpleNamespace(status_code=200, json=lambda: body, headers=self.headers(),
+                                     content=json.dumps(body, default=str).encode())
 
     @staticmethod
     def headers():
@@ -760,7 +772,8 @@ def test_the_fleet_listed_where_it_changed_is_what_novas_own_listing_gives(
     start and then the nodes Ironic wrote since: through each kind of write nova reads
     (maintenance, properties, a server of another service's, a node created), nova's
     cache holds what nova's own driver lists, field by field; a node deleted from Ironic
-    leaves once read (``exists``) or at the next whole listing, a full pass on."""
+    leaves once the scope's uuids are listed (``in_scope``, before nova's periodic looks
+    at a node no listing held since its last look) or at the next whole listing."""
     Fleet(monkeypatch, HOSTS[:1])
     CONF.set_override("full_pass_every", 4, group="rp_reporter")
     try:
@@ -805,15 +818,16 @@ def test_the_fleet_listed_where_it_changed_is_what_novas_own_listing_gives(
         ironic.delete(deleted)
         found = caches()
         assert deleted in found["ours"] and deleted not in found["nova"]
-    # One read tells a node gone (the periodic's filler node is read so); the whole
-    # listing sees every node gone.
+    # The listing of the scope's uuids tells every node gone at once; the whole listing
+    # would too, a full pass on.
     listing = drivers["ours"]._listing
-    assert not listing.exists(nodes[3]) and listing.exists(nodes[1])
+    assert listing.in_scope([nodes[1], nodes[3], nodes[0]]) == {nodes[1]}
+    assert requests.labels("check")._value.get() == 1
     found = caches()
-    assert nodes[3] not in found["ours"] and nodes[0] in found["ours"]
+    assert found["ours"] == found["nova"] and not {nodes[3], nodes[0]} & set(found["ours"])
     clock[0] += drivers["ours"]._periodic.passes.longest_s
     found = caches()
-    assert found["ours"] == found["nova"] and nodes[0] not in found["ours"]
+    assert found["ours"] == found["nova"]
     assert requests.labels("full")._value.get() == 2
 
 

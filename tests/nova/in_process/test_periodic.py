@@ -19,6 +19,7 @@ does with the driver: ``get_available_resource(node)`` for each node it was give
 build's question is nova's real ``ComputeManager._get_nodename``.
 """
 
+import datetime
 import logging
 import threading
 import types
@@ -394,7 +395,8 @@ def test_a_node_the_driver_spawned_on_or_destroyed_on_is_due(service, operation,
 def requests(service):
     """Ironic node list requests so far of nova's node refreshes, by listing."""
     counter = service.driver._metrics.node_list_requests
-    return {kind: counter.labels(kind)._value.get() for kind in ("full", "changes")}
+    return {kind: counter.labels(kind)._value.get() for kind in ("full", "changes", "check")
+            if kind != "check" or counter.labels(kind)._value.get()}
 
 
 def test_the_fleet_is_listed_whole_once_a_full_pass_and_otherwise_where_it_changed(service):
@@ -410,14 +412,11 @@ def test_the_fleet_is_listed_whole_once_a_full_pass_and_otherwise_where_it_chang
     assert service.driver.node_cache[service.nodes[0].id].properties["cpu_arch"] == "aarch64"
     service.nodename()  # a build's question refreshes too
     assert requests(service) == {"full": 1, "changes": 4}
-    # A node deleted from Ironic: only the whole fleet's listing sees it go.
-    # A node deleted from Ironic: only the whole fleet's listing sees it go, and nova's
-    # periodic never looks at it meanwhile (its look would write its provider again):
-    # it is due only for its age, and the refresh of the periodic it is due at lists
-    # the whole fleet first.
+    # A node deleted from Ironic: no listing of what changed sees it go, and nova's
+    # periodic never looks at it (its look would write its provider again): a node due
+    # that the periodic's listing did not hold is checked in Ironic first.
     deleted = service.connection.listing.pop(1)
     looked = service.periodic()
-    assert deleted.id in service.driver.node_cache
     while requests(service)["full"] == 1:
         looked |= service.periodic()
     assert deleted.id not in service.driver.node_cache and deleted.id not in looked
@@ -436,7 +435,7 @@ def test_a_whole_listing_due_runs_beside_novas_periodic_which_does_not_wait(serv
     get = service.connection.get
 
     def whole_listing_waits(url, params, **kwargs):
-        if "fields" in params:  # a page of the whole listing
+        if params.get("fields", "uuid") != "uuid":  # a page of the whole listing
             pages.set()
             assert go_on.wait(30)
         return get(url, params, **kwargs)
@@ -458,39 +457,113 @@ def test_a_whole_listing_due_runs_beside_novas_periodic_which_does_not_wait(serv
     assert looked == (service.every - quiet) | {service.nodes[2].id}
 
 
-def test_a_whole_listing_that_fails_beside_the_periodic_is_made_again(service, caplog):
-    """Ironic failing a whole listing made beside nova's periodic: one line says so,
-    nova's refreshes go on from the fleet kept and what changed, and the next refresh
-    starts another whole listing, taken once done."""
-    service.driver._listing._in_background = node_listing.in_a_thread
+def test_a_whole_listing_that_fails_is_made_again_after_a_backoff_and_alerts(service, caplog):
+    """Ironic failing the whole listings made beside nova's periodic: one line says so
+    each time, nova's refreshes go on from the fleet kept and what changed, the next
+    whole listing starts RETRY_S after the failure is found, doubled at each failure in
+    a row, and from ``listing_failures_alert`` (3) in a row the driver's alert metric is
+    1, until one is taken."""
+    listing = service.driver._listing
+    listing._in_background = node_listing.in_a_thread
     service.periodic()
     get = service.connection.get
-    failures, fail, go_on = [True], threading.Event(), threading.Event()
+    failures, fail, go_on = [True] * 3, threading.Semaphore(0), threading.Event()
 
-    def one_failure(url, params, **kwargs):
-        if "fields" in params:  # a page of a whole listing: each when the test says
-            if failures:
+    def failing(url, params, **kwargs):
+        if params.get("fields", "uuid") != "uuid":  # a page of a whole listing
+            if failures:  # each failure when the test says
                 failures.pop()
-                assert fail.wait(30)
+                assert fail.acquire(timeout=30)
                 raise IronicDown("503 Service Unavailable")
             assert go_on.wait(30)
         return get(url, params, **kwargs)
-    service.connection.get = one_failure
-    longest = service.driver._periodic.passes.longest_s
-    quiet = service.periodic(after=longest)  # every node aged: one looked at
-    failed = service.driver._listing._whole
-    fail.set()
-    assert failed is not None and failed.done.wait(30) and failed.nodes is None
-    service.nodes[0].is_maintenance = True
-    assert service.periodic() == service.ids(0)  # the kept fleet, and what changed
-    assert "The whole listing of the fleet beside nova's periodic failed" in caplog.text
-    again = service.driver._listing._whole
+    service.connection.get = failing
+    alert = service.driver._metrics.whole_listing_failing
+    service.periodic(after=service.driver._periodic.passes.longest_s)  # one due
+    for in_a_row in (1, 2, 3):
+        failed = listing._whole
+        assert failed is not None
+        fail.release()
+        assert failed.done.wait(30) and failed.nodes is None
+        service.nodes[in_a_row].is_maintenance = True
+        # the refresh that finds it failed goes on from the fleet kept, starting none
+        assert service.periodic(after=1) == service.ids(in_a_row)
+        assert listing._whole is None and listing.failures == in_a_row
+        assert alert._value.get() == (1 if in_a_row >= 3 else 0)
+        backoff = node_listing.RETRY_S * 2 ** (in_a_row - 1)
+        service.periodic(after=backoff - 1.5)
+        assert listing._whole is None  # not before the backoff
+        service.periodic(after=1.5)
+    assert caplog.text.count("The whole listing of the fleet beside nova's periodic "
+                             "failed") == 3
+    again = listing._whole
     assert again is not None and again is not failed
     go_on.set()
     assert again.done.wait(30)
-    # each node aged since the start, now listed since nova's look at it
-    assert service.periodic() == service.every - quiet - service.ids(0)
-    assert requests(service)["full"] == 2  # the start's, and the one made again
+    service.periodic()
+    assert listing.failures == 0 and alert._value.get() == 0
+    assert requests(service)["full"] == 2  # pages answered: the start's, the one taken
+
+
+def test_every_listing_reads_past_pages_ironic_cut_to_its_max_limit(service):
+    """Ironic cuts each page to its ``[api] max_limit`` (here 2, below every page the
+    driver asks) and links the next: the whole listing and the listing of what changed
+    read on to the end, and nova's cache holds every node."""
+    service.connection.max_limit = 2
+    assert service.periodic() == service.every  # five nodes, pages of 2, 2 and 1
+    assert set(service.driver.node_cache) == service.every
+    assert requests(service) == {"full": 3, "changes": 0}
+    for i in (0, 1, 2):
+        service.nodes[i].is_maintenance = True
+    assert service.periodic() == service.ids(0, 1, 2)  # the written ones, over 2 pages
+    assert all(service.driver.node_cache[n].is_maintenance for n in service.ids(0, 1, 2))
+
+
+def test_where_what_changed_costs_more_than_the_whole_fleet_the_fleet_is_listed_whole(
+        service, caplog):
+    """The listing of what changed asks every field of each node (Ironic's list carries
+    the time stamps only then); during a mass deploy or cleaning it can cost more than
+    the whole fleet's listing of nova's fields.  Past its first pages, once its answers
+    come to more bytes than the latest whole listing's, the refresh lists the whole fleet
+    instead; a few nodes written are listed as before."""
+    caplog.set_level(logging.INFO, logger="rp_reporter.nova_compute.node_listing")
+    service.connection.max_limit = 2  # pages of 2: the whole listing is 3 pages
+    enrolled = datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(hours=1)
+    for node in service.nodes:
+        node.created_at = enrolled.isoformat()  # before the listings' slack
+    service.periodic()
+    service.nodes[0].is_maintenance = True
+    assert service.periodic() == service.ids(0)
+    assert requests(service) == {"full": 3, "changes": 2}  # one page of each order
+    for node in service.nodes:
+        node.is_maintenance = not node.is_maintenance  # a mass operation
+    assert service.periodic() == service.every
+    assert requests(service) == {"full": 6, "changes": 3}
+    assert "the whole fleet listed instead" in caplog.text
+    assert all(service.driver.node_cache[n.id].is_maintenance == n.is_maintenance
+               for n in service.nodes)
+
+
+def test_a_node_deleted_after_the_whole_listing_read_it_never_reaches_novas_look(service):
+    """A node deleted from Ironic after the latest whole listing read it stays in the
+    fleet kept until the next one; nova's periodic would look at it when it falls due
+    for its age (and write its provider again).  Every node due that the periodic's
+    listing did not hold is checked in Ironic first: the deleted one leaves nova's cache
+    then, unlooked at, and nova's orphan handling takes its record."""
+    assert service.periodic() == service.every
+    service.nodes[4].is_maintenance = True  # looked at one periodic later than the rest
+    assert service.periodic() == service.ids(4)
+    longest = service.driver._periodic.passes.longest_s
+    looked = service.periodic(after=longest - INTERVAL)  # a whole listing, all aged but 4
+    assert looked == service.every - service.ids(4)
+    assert requests(service)["full"] == 2
+    deleted = service.nodes[4]
+    service.connection.listing.remove(deleted)  # after the whole listing read it
+    assert deleted.id in service.driver.node_cache
+    looked = service.periodic()  # 4 due for its age
+    assert deleted.id not in looked and deleted.id not in service.driver.node_cache
+    assert requests(service)["full"] == 2 and requests(service)["check"] >= 1
+    assert not service.driver._periodic.known_to_exist(deleted.id)  # nova's orphan read
 
 
 def test_a_defect_in_the_listing_of_changes_falls_back_to_novas_own_listing(service, caplog):

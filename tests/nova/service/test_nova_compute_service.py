@@ -29,6 +29,7 @@ import sys
 
 import pytest
 
+from tools.localstack import releases
 from tools.wait import wait_for
 
 pytestmark = pytest.mark.functional
@@ -40,22 +41,30 @@ def ini(sections):
                    for name, values in sections.items())
 
 
-def run(*argv, conf):
-    result = subprocess.run([os.path.join(BIN, argv[0]), "--config-file", conf, *argv[1:]],
+def run(bin_dir, *argv, conf):
+    result = subprocess.run([os.path.join(bin_dir, argv[0]), "--config-file", conf, *argv[1:]],
                             capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, f"{argv}: {result.stdout}{result.stderr}"
 
 
 @pytest.fixture
-def nova_compute(request, stack, shard, tmp_path):
+def nova_bin():
+    """Where nova's commands are: nova's environment, the tests' own by default."""
+    return BIN
+
+
+@pytest.fixture
+def nova_compute(request, stack, shard, tmp_path, nova_bin):
     """Start nova-conductor and nova-compute (our driver, with the test's ``[rp_reporter]``
-    options from ``@pytest.mark.parametrize("nova_compute", [{...}], indirect=True)``);
-    yield them (``NovaServices``)."""
+    options from ``@pytest.mark.parametrize("nova_compute", [{...}], indirect=True)``, and
+    nova's debug lines where they hold ``"debug": True``); yield them (``NovaServices``)."""
+    options = dict(getattr(request, "param", {}))
+    debug = str(options.pop("debug", False)).lower()
     common = {
         # graceful_shutdown_timeout: SIGTERM stops each service within 5 s (nova 33 took
         # the default 60 s, then the test's 30 s wait and a SIGKILL, at every teardown).
         "DEFAULT": {"transport_url": stack.transport_url, "state_path": tmp_path / "state",
-                    "host": "rp-compute-1", "debug": "false", "graceful_shutdown_timeout": 5},
+                    "host": "rp-compute-1", "debug": debug, "graceful_shutdown_timeout": 5},
         "oslo_concurrency": {"lock_path": tmp_path / "locks"},
         "placement": {"auth_type": "admin_token", "endpoint": stack.placement_url,
                       "token": "admin"},
@@ -74,14 +83,15 @@ def nova_compute(request, stack, shard, tmp_path):
         "DEFAULT": {**common["DEFAULT"], "compute_driver": "rp_reporter.IronicDriver",
                     "update_resources_interval": 10, "periodic_fuzzy_delay": 0},
         "ironic": {"auth_type": "none", "endpoint_override": stack.ironic_url, "shard": shard},
-        "rp_reporter": {"peers_from": "nova", **getattr(request, "param", {})},
+        "rp_reporter": {"peers_from": "nova", **options},
     }))
-    run("nova-manage", "api_db", "sync", conf=str(conductor_conf))
-    run("nova-manage", "cell_v2", "map_cell0", "--database_connection",
+    run(nova_bin, "nova-manage", "api_db", "sync", conf=str(conductor_conf))
+    run(nova_bin, "nova-manage", "cell_v2", "map_cell0", "--database_connection",
         f"sqlite:///{tmp_path}/nova_cell0.db", conf=str(conductor_conf))
-    run("nova-manage", "cell_v2", "create_cell", "--name", "cell1", conf=str(conductor_conf))
-    run("nova-manage", "db", "sync", conf=str(conductor_conf))
-    services = NovaServices(tmp_path)
+    run(nova_bin, "nova-manage", "cell_v2", "create_cell", "--name", "cell1",
+        conf=str(conductor_conf))
+    run(nova_bin, "nova-manage", "db", "sync", conf=str(conductor_conf))
+    services = NovaServices(tmp_path, nova_bin)
     services.start("nova-conductor", conductor_conf)
     services.start("nova-compute", compute_conf)
     yield services
@@ -91,15 +101,16 @@ def nova_compute(request, stack, shard, tmp_path):
 class NovaServices:
     """The test's nova services, each started by its own command; ``log``: nova-compute's."""
 
-    def __init__(self, path):
+    def __init__(self, path, bin_dir=BIN):
         self.path = path
+        self.bin_dir = bin_dir
         self.log = path / "nova-compute.log"
         self.procs = {}  # name: (process, its configuration file)
 
     def start(self, name, conf):
         with open(self.path / f"{name}.log", "a") as log:  # a restart goes on in the same
             self.procs[name] = (subprocess.Popen(
-                [os.path.join(BIN, name), "--config-file", str(conf)],
+                [os.path.join(self.bin_dir, name), "--config-file", str(conf)],
                 stdout=log, stderr=subprocess.STDOUT), conf)
 
     def restart(self, name, while_down=lambda: None):
@@ -128,6 +139,12 @@ class NovaServices:
 
 def test_nova_compute_loads_the_driver_and_reports_the_nodes_through_it(
         nova_compute, ironic, placement):
+    loads_the_driver_and_reports_the_nodes(nova_compute, ironic, placement)
+
+
+def loads_the_driver_and_reports_the_nodes(nova_compute, ironic, placement):
+    """nova-compute loaded ``compute_driver = rp_reporter.IronicDriver`` through nova's own
+    loader, and its resource tracker reports each node through the driver."""
     available = ironic.create(resource_class="baremetal-gold")
     maintenance = ironic.create(resource_class="baremetal-gold", maintenance=True)
     log = nova_compute.log
@@ -148,6 +165,16 @@ def test_nova_compute_loads_the_driver_and_reports_the_nodes_through_it(
     for node in (available, maintenance):
         # nova's resource tracker adds its own traits after the driver: kept.
         assert {"COMPUTE_NODE"} <= placement.provider(node)["traits"], node
+
+
+def compute_records(database):
+    """nova's compute node records not deleted: {node: [the host of each]}."""
+    found = {}
+    with sqlite3.connect(database) as db:
+        for node, host in db.execute("SELECT hypervisor_hostname, host FROM compute_nodes "
+                                     "WHERE deleted = 0"):
+            found.setdefault(node, []).append(host)
+    return found
 
 
 TAKEN_UP = re.compile(r"resource tracker at the service's start: (\d+) of (\d+) nodes taken "
@@ -172,9 +199,7 @@ def test_between_full_passes_the_periodic_goes_over_only_the_changed_node(
     database = log.parent / "nova.db"
 
     def records():
-        with sqlite3.connect(database) as db:
-            rows = db.execute("SELECT hypervisor_hostname FROM compute_nodes WHERE deleted = 0")
-            return {row[0] for row in rows}
+        return set(compute_records(database))
 
     def periodics():
         """(given, managed, due for a change, due for their age) of each partial line."""
@@ -222,3 +247,59 @@ def test_between_full_passes_the_periodic_goes_over_only_the_changed_node(
     assert all(map(placement.provider, [*quiet, changed, late, *created]))
     assert "Found orphan compute node" not in since_restart()
     assert "Deleting orphan" not in since_restart()
+
+
+WHOLE_LISTING = "nova's node refresh: the whole fleet listed"
+
+
+@pytest.mark.skipif(releases.current().name != releases.NEWEST,
+                    reason="the listing's code and Ironic's paging are the same on every "
+                           "release: tested once, on the newest (CI's time)")
+@pytest.mark.parametrize("nova_compute", [{"full_pass_every": 2, "debug": True}],
+                         indirect=True)
+def test_past_ironics_max_limit_and_never_a_node_gone_from_its_scope(
+        nova_compute, ironic, placement):
+    """Ironic answers pages of 20 nodes at most (``[api] max_limit``, tests/nova/conftest):
+    nova's cache holds all 60 nodes of the service's shard, each with its compute node
+    record.  A node deleted from Ironic and one moved to another shard just after a whole
+    listing read them (the fleet kept holds both until the next) never reach nova's
+    resource tracker (its debug line for each node it goes over), though both fall due
+    for their age meanwhile: nova's orphan handling deletes the deleted one's record and
+    provider, nothing re-creates them, and the moved one's record keeps its host."""
+    nodes = ironic.create_many(60, state="enroll", power=None)
+    log, database = nova_compute.log, nova_compute.path / "nova.db"
+    wait_for(lambda: set(compute_records(database)) == set(nodes), 120,
+             "a compute node record for each of the 60 nodes")
+    assert all(map(placement.provider, nodes))
+
+    def whole_listings():
+        return log.read_text().count(WHOLE_LISTING)
+    listed = whole_listings()
+    wait_for(lambda: whole_listings() > listed, 60, "a whole listing after the start's")
+    deleted, moved = nodes[:2]
+    ironic.delete(deleted)
+    ironic.patch(moved, shard=f"{ironic.shard}-elsewhere")
+    after = len(log.read_text())
+
+    def since():
+        return log.read_text()[after:]
+    listed = whole_listings()
+    # both fall due for their age within a full pass (15 s), before the next whole
+    # listing (the one that would drop them) is taken: it starts a full pass after this
+    wait_for(lambda: whole_listings() >= listed + 1, 90, "the next whole listing")
+    text = since()
+    for node in (deleted, moved):
+        assert f"Hypervisor/Node resource view: name={node}" not in text, node
+    assert "Error updating resources for node" not in text
+    assert all(node in text for node in (deleted, moved))
+    assert "no longer in Ironic's listing of this service's scope" in text
+    wait_for(lambda: not placement.provider(deleted), 60,
+             "the deleted node's provider deleted by nova's orphan handling")
+    periodics = len(PERIODIC.findall(since()))
+    wait_for(lambda: len(PERIODIC.findall(since())) >= periodics + 2, 60, "two periodics")
+    assert not placement.provider(deleted)  # not re-created
+    assert f"Hypervisor/Node resource view: name={deleted}" not in since()
+    records = compute_records(database)
+    assert deleted not in records and records[moved] == ["rp-compute-1"]
+    assert set(records) == set(nodes) - {deleted}
+    assert PERIODIC.findall(since())[-1][1] == "58"  # the nodes managed here now
