@@ -24,6 +24,7 @@
     tox -e bench -- fleet --nodes 10000 --agents 1 2 4 8  # cost per interval as agents are added
     tox -e bench -- scale --nodes 100000 --agents 1 4     # 10^5 in the real services (MariaDB)
     tox -e bench -- nova-scale --nodes 1000     # real nova-compute services at fleet size
+    tox -e bench -- changes-listing --nodes 1000  # nova's node refresh in a mass deploy
 
 Every contender runs against the same kind of Placement: by default Placement
 (and Ironic) on MariaDB, one private mariadbd per stack with a database per
@@ -80,6 +81,7 @@ whole nova of the nova-cloud profile, with this environment's nova-compute).
 import argparse
 
 from tools import localstack
+from tools.bench import changes_listing
 from tools.bench import common
 from tools.bench import compare
 from tools.bench import fleet
@@ -95,7 +97,8 @@ from tools.bench import sweep
 
 # The benchmarks that run on their own and print their own table (no summary).
 ALONE = {"reconcile": reconcile, "latency": latency, "ring": ring, "sweep": sweep,
-         "reshaper": reshaper, "fleet": fleet, "scale": scale, "nova-scale": nova_scale}
+         "reshaper": reshaper, "fleet": fleet, "scale": scale, "nova-scale": nova_scale,
+         "changes-listing": changes_listing}
 
 
 def parser():
@@ -152,6 +155,10 @@ def parser():
     nova_scale.add_arguments(sub.add_parser(
         "nova-scale", help="real nova-compute services over thousands of Ironic nodes: stock "
         "nova with one service and with shards, rp_reporter's driver on the ring",
+        parents=[shared]))
+    changes_listing.add_arguments(sub.add_parser(
+        "changes-listing", help="nova's node refresh during a mass deploy and a mass "
+        "cleaning: the driver's listing of what changed against nova's whole listing",
         parents=[shared]))
     ring_cmd = sub.add_parser("ring", parents=[shared])
     ring_cmd.add_argument("--partitions", type=int, default=1024)

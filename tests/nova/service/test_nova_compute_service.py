@@ -137,6 +137,9 @@ class NovaServices:
             proc.wait()
 
 
+@pytest.mark.skipif(releases.current().name == "2025.1",
+                    reason="on 2025.1 test_install makes the same check from nova's own "
+                           "virtualenv with the driver installed as the README says")
 def test_nova_compute_loads_the_driver_and_reports_the_nodes_through_it(
         nova_compute, ironic, placement):
     loads_the_driver_and_reports_the_nodes(nova_compute, ironic, placement)
