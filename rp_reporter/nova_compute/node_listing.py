@@ -44,6 +44,7 @@ LOG = logging.getLogger(__name__)
 FULL_PAGE = 1000  # Ironic's [api] max_limit by default: larger pages are cut to it
 CHANGES_PAGE = 50  # most refreshes find a handful of nodes written since (every field)
 RETRY_S = 10.0  # a failed whole listing's first retry; doubled at each failure in a row
+WHOLE_AHEAD_MAX = 8  # refreshes listed whole at once after what changed cost more, at most
 # nova's names of its filters and Ironic's (openstacksdk's query mapping renames some).
 FIELD_NAMES = {"id": "uuid", "instance_id": "instance_uuid", "is_maintenance": "maintenance"}
 
@@ -100,6 +101,8 @@ class NodeListing:
         self.refreshed_at = None  # when (this clock) the latest refresh started
         self._whole_pages = 1  # requests the latest whole listing took
         self._whole_bytes = math.inf  # what its answers came to
+        self._costlier = 0  # refreshes in a row whose changes came to more than the whole
+        self._whole_ahead = 0  # refreshes that list the whole fleet at once, before a try
         self.failures = 0  # whole listings failed in a row
         self._retry_at = -math.inf  # no whole listing starts before (after a failure)
         self._failing = failing  # a Prometheus gauge: 1 from alert_after failures in a row
@@ -119,6 +122,9 @@ class NodeListing:
                 self._in_background(
                     lambda: whole.run(lambda: self._list_whole(whole, fields, filters)))
                 self._take_if_done()  # (done already where run at once)
+            if self._whole_ahead:  # a mass operation under way, as last seen
+                self._whole_ahead -= 1
+                return self._whole_now(now, fields, filters)
             since = self.view.since
             clocks = [datetime.datetime.now(datetime.timezone.utc)]  # Ironic's follows
             spent = [0, self._whole_bytes]
@@ -126,12 +132,16 @@ class NodeListing:
                 changed = [*self._written_since("updated_at", since, filters, clocks, spent),
                            *self._written_since("created_at", since, filters, clocks, spent)]
             except OverBudget:
-                # a mass deploy or cleaning: every lock and heartbeat is a write
+                # a mass deploy or cleaning: every lock and heartbeat is a write.  The next
+                # refreshes (1, 2, 4 ... in a row) list the whole fleet at once.
+                self._costlier += 1
+                self._whole_ahead = min(2 ** (self._costlier - 1), WHOLE_AHEAD_MAX)
                 LOG.info("nova's node refresh: the nodes written since the last listing "
                          "came to more than the whole fleet's listing (%d bytes, every field "
-                         "of each against nova's): the whole fleet listed instead",
-                         self._whole_bytes)
+                         "of each against nova's): the whole fleet listed instead, and at "
+                         "the next %d refreshes", self._whole_bytes, self._whole_ahead)
                 return self._whole_now(now, fields, filters)
+            self._costlier = 0
             self.view.took_changes(changed, clocks[:2])
             self.seen.update((node.id, now) for node in changed)
             LOG.debug("nova's node refresh: %d nodes written in Ironic since %s",
