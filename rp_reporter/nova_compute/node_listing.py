@@ -42,7 +42,9 @@ from rp_reporter import fleet_listing
 
 LOG = logging.getLogger(__name__)
 FULL_PAGE = 1000  # Ironic's [api] max_limit by default: larger pages are cut to it
-CHANGES_PAGE = 50  # most refreshes find a handful of nodes written since (every field)
+# Most refreshes find a handful of nodes written since: a short first page (every field
+# of a node is 2-3 KB, against 0.5 KB for nova's fields), longer ones after it.
+CHANGES_PAGES = (10, 50)
 RETRY_S = 10.0  # a failed whole listing's first retry; doubled at each failure in a row
 WHOLE_AHEAD_MAX = 8  # refreshes listed whole at once after what changed cost more, at most
 # nova's names of its filters and Ironic's (openstacksdk's query mapping renames some).
@@ -259,22 +261,24 @@ class NodeListing:
         newest first, and the rest of the last page read: every field of each, as
         only then does Ironic's list carry the time stamps."""
         sorted_params = dict(filters, sort_key=key, sort_dir="desc")
-        return self._pages(sorted_params, CHANGES_PAGE, "changes", clocks,
+        return self._pages(sorted_params, CHANGES_PAGES, "changes", clocks,
                            lambda page: fleet_listing.read_on(page, key, since), spent=spent)
 
     def _pages(self, params, limit, listing, clocks, read_on=lambda page: True, build=None,
                spent=None):
-        """Every node of the listing's pages (``build(raw)`` of each; an openstacksdk
-        node by default), read while Ironic's answer links a next page and
-        ``read_on(page)``; Ironic's clock at each answer goes on ``clocks``; ``spent``:
-        [the bytes of the answers so far, the most they may come to before another page
-        is asked (else OverBudget)]."""
+        """Every node of the listing's pages (``limit``: each page's, or (the first's, the
+        others')) (``build(raw)`` of each; an openstacksdk node by default), read while
+        Ironic's answer links a next page and ``read_on(page)``; Ironic's clock at each
+        answer goes on ``clocks``; ``spent``: [the bytes of the answers so far, the most
+        they may come to with the next page (else OverBudget)]."""
         connection = self._connection()
         marker = None
+        first, limit = limit if isinstance(limit, tuple) else (limit, limit)
         try:
             microversion = self._microversion(connection)
             while True:
-                query = dict(params, limit=limit, **({"marker": marker} if marker else {}))
+                asked = limit if marker else first
+                query = dict(params, limit=asked, **({"marker": marker} if marker else {}))
                 # the list of every field is /nodes/detail; /nodes with no fields asked
                 # is a summary (no properties, traits, class, time stamps)
                 path = "/nodes" if "fields" in params else "/nodes/detail"
@@ -294,8 +298,9 @@ class NodeListing:
                 # is the page asked or its [api] max_limit, whichever is less.
                 if not page or not body.get("next") or not read_on(page):
                     return
-                if spent is not None and spent[0] > spent[1]:
-                    raise OverBudget()  # more than a first page, more than the whole
+                if spent is not None and (spent[0] + len(response.content) / len(page) * limit
+                                          > spent[1]):
+                    raise OverBudget()  # past the first page, more than the whole
                 marker = body["nodes"][-1]["uuid"]
         except OverBudget:
             raise

@@ -57,9 +57,11 @@ def nova_bin():
 def nova_compute(request, stack, shard, tmp_path, nova_bin):
     """Start nova-conductor and nova-compute (our driver, with the test's ``[rp_reporter]``
     options from ``@pytest.mark.parametrize("nova_compute", [{...}], indirect=True)``, and
-    nova's debug lines where they hold ``"debug": True``); yield them (``NovaServices``)."""
+    nova's debug lines where they hold ``"debug": True``, its update_resources_interval
+    ``"interval"``, 10 s by default); yield them (``NovaServices``)."""
     options = dict(getattr(request, "param", {}))
     debug = str(options.pop("debug", False)).lower()
+    interval = options.pop("interval", 10)
     common = {
         # graceful_shutdown_timeout: SIGTERM stops each service within 5 s (nova 33 took
         # the default 60 s, then the test's 30 s wait and a SIGKILL, at every teardown).
@@ -81,7 +83,7 @@ def nova_compute(request, stack, shard, tmp_path, nova_bin):
         # periodic_fuzzy_delay: nova's periodic tasks start at once, not up to 60 s late
         # (a random delay; nova 31 drew 59 s once, past the tests' waits).
         "DEFAULT": {**common["DEFAULT"], "compute_driver": "rp_reporter.IronicDriver",
-                    "update_resources_interval": 10, "periodic_fuzzy_delay": 0},
+                    "update_resources_interval": interval, "periodic_fuzzy_delay": 0},
         "ironic": {"auth_type": "none", "endpoint_override": stack.ironic_url, "shard": shard},
         "rp_reporter": {"peers_from": "nova", **options},
     }))
@@ -258,8 +260,8 @@ WHOLE_LISTING = "nova's node refresh: the whole fleet listed"
 @pytest.mark.skipif(releases.current().name != releases.NEWEST,
                     reason="the listing's code and Ironic's paging are the same on every "
                            "release: tested once, on the newest (CI's time)")
-@pytest.mark.parametrize("nova_compute", [{"full_pass_every": 2, "debug": True}],
-                         indirect=True)
+@pytest.mark.parametrize("nova_compute", [{"full_pass_every": 2, "interval": 5,
+                                           "debug": True}], indirect=True)
 def test_past_ironics_max_limit_and_never_a_node_gone_from_its_scope(
         nova_compute, ironic, placement):
     """Ironic answers pages of 20 nodes at most (``[api] max_limit``, tests/nova/conftest):
@@ -287,7 +289,7 @@ def test_past_ironics_max_limit_and_never_a_node_gone_from_its_scope(
     def since():
         return log.read_text()[after:]
     listed = whole_listings()
-    # both fall due for their age within a full pass (15 s), before the next whole
+    # both fall due for their age within a full pass (7.5 s), before the next whole
     # listing (the one that would drop them) is taken: it starts a full pass after this
     wait_for(lambda: whole_listings() >= listed + 1, 90, "the next whole listing")
     text = since()
