@@ -145,7 +145,7 @@ def run(args):
         listing.nodes(NOVA_FIELDS)  # the start's whole listing
         ours.taken()
         busy = nodes[:args.busy or len(nodes)]
-        for phase, operation in zip(PHASES, (None, deploy, clean)):
+        for phase, operation in zip(PHASES, (None, deploy, clean), strict=True):
             work = operation and work_on(ironic, busy, operation)
             started = time.monotonic()
             while (time.monotonic() - started < args.intervals * args.interval
