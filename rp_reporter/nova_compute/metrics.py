@@ -41,9 +41,10 @@ class DriverMetrics:
             "rp_reporter_ironic_node_list_requests",
             "Requests for pages of Ironic's node list made for nova's node refresh with "
             "full_pass_every above 1, by listing: full (the whole fleet, once a full pass), "
-            "changes (the nodes written since the last listing) or check (the uuids of "
-            "the service's scope, before nova's periodic looks at a node no listing held "
-            "since its last look).", ("listing",), registry=self.registry)
+            "changes (the nodes written since the last listing) or check (before nova's "
+            "periodic looks at nodes its own listing did not hold: the uuids of the "
+            "service's scope, or one read a node where fewer need it).", ("listing",),
+            registry=self.registry)
         self.whole_listing_failing = prom.Gauge(
             "rp_reporter_whole_listing_failing",
             "1 while the whole listings of the fleet made for nova's node refresh (with "

@@ -125,10 +125,10 @@ class PeriodicNodes:
         those of ``uuids`` Ironic holds in this service's scope now, or None (given for
         nova's periodic: a node due that the periodic's own listing did not hold is
         checked first); ``seen``: (when that listing started, {uuid: when a listing last
-        held the node}); ``take_up(free nodes)``: at the service's
-        start, the free nodes due that need no update before requests (``restart``),
-        left out of the answer and due still.  Which nodes are due is not changed by the
-        question (nova asks it from a build too)."""
+        held the node}); ``take_up(free nodes)``: at the service's start, the free nodes
+        due that need no update before requests (``restart``), left out of the answer and
+        due still.  Which nodes are due is not changed by the question (nova asks it from
+        a build too)."""
         if not self.passes.enabled:
             return managed
         with self._lock:
