@@ -14,7 +14,10 @@
 service the reporter reads: versioned notifications to RabbitMQ, noauth on the
 embedded profile, behind Keystone on the production one."""
 
+import configparser
+import contextlib
 import os
+import sqlite3
 import subprocess
 
 from tools.localstack import keystone
@@ -118,3 +121,40 @@ def start(stack):
     stack.services[NAME].spawn([process.venv_bin("ironic"), "--config-file", conf])
     process.wait_until(lambda: process.http_ok(stack.ironic_url + "/v1/nodes"), 90, "Ironic")
     process.log(f"ironic on {port}")
+
+
+def start_conductor_group(stack, group):
+    """A second ``ironic`` (API and conductor, as the stack's own) on the same database,
+    its conductor in conductor group ``group``; returns (its Service, its API's URL).
+    Ironic moves a node to a conductor group only through a conductor of that group,
+    and with ``rpc_transport = none`` only the API in that conductor's own process
+    reaches it: a node is moved through the URL returned here."""
+    conf = configparser.ConfigParser(interpolation=None)
+    conf.read(os.path.join(stack.service_dir(NAME), "ironic.conf"))
+    name, port = f"{NAME}-{group}", process.free_port()
+    conf["DEFAULT"]["host"] = f"rp-local-conductor-{group}"
+    conf["api"]["port"] = str(port)
+    conf["conductor"]["conductor_group"] = group
+    path = os.path.join(stack.service_dir(NAME), f"{name}.conf")
+    with open(path, "w") as f:
+        conf.write(f)
+    service = stack.service(name)
+    service.spawn([process.venv_bin("ironic"), "--config-file", path])
+    url = f"http://127.0.0.1:{port}"
+    process.wait_until(lambda: process.http_ok(url + "/v1/nodes"), 90, f"Ironic of {group}")
+    return service, url
+
+
+def backdate(stack, uuids, seconds):
+    """Nodes ``uuids`` written ``seconds`` earlier than they were (their created_at and
+    updated_at, in Ironic's sqlite database): a fleet enrolled a while ago, without the
+    wait (a listing takes nodes written within its slack for clocks as new)."""
+    if stack.database != "sqlite":
+        raise NotImplementedError("backdate: the embedded profile's sqlite database only")
+    with contextlib.closing(sqlite3.connect(
+            os.path.join(stack.service_dir(NAME), "ironic.db"))) as db, db:
+        shift = f"-{int(seconds)} seconds"
+        db.executemany(
+            "UPDATE nodes SET created_at = strftime('%Y-%m-%d %H:%M:%f', created_at, ?), "
+            "updated_at = strftime('%Y-%m-%d %H:%M:%f', updated_at, ?) WHERE uuid = ?",
+            [(shift, shift, uuid) for uuid in uuids])

@@ -29,6 +29,8 @@ import sys
 
 import pytest
 
+from tools import clients
+from tools.localstack import ironic as ironic_service
 from tools.localstack import releases
 from tools.wait import wait_for
 
@@ -58,10 +60,12 @@ def nova_compute(request, stack, shard, tmp_path, nova_bin):
     """Start nova-conductor and nova-compute (our driver, with the test's ``[rp_reporter]``
     options from ``@pytest.mark.parametrize("nova_compute", [{...}], indirect=True)``, and
     nova's debug lines where they hold ``"debug": True``, its update_resources_interval
-    ``"interval"``, 10 s by default); yield them (``NovaServices``)."""
+    ``"interval"``, 10 s by default, ``"ironic"``: more ``[ironic]`` options); yield them
+    (``NovaServices``)."""
     options = dict(getattr(request, "param", {}))
     debug = str(options.pop("debug", False)).lower()
     interval = options.pop("interval", 10)
+    ironic_options = options.pop("ironic", {})
     common = {
         # graceful_shutdown_timeout: SIGTERM stops each service within 5 s (nova 33 took
         # the default 60 s, then the test's 30 s wait and a SIGKILL, at every teardown).
@@ -84,7 +88,8 @@ def nova_compute(request, stack, shard, tmp_path, nova_bin):
         # (a random delay; nova 31 drew 59 s once, past the tests' waits).
         "DEFAULT": {**common["DEFAULT"], "compute_driver": "rp_reporter.IronicDriver",
                     "update_resources_interval": interval, "periodic_fuzzy_delay": 0},
-        "ironic": {"auth_type": "none", "endpoint_override": stack.ironic_url, "shard": shard},
+        "ironic": {"auth_type": "none", "endpoint_override": stack.ironic_url, "shard": shard,
+                   **ironic_options},
         "rp_reporter": {"peers_from": "nova", **options},
     }))
     run(nova_bin, "nova-manage", "api_db", "sync", conf=str(conductor_conf))
@@ -259,26 +264,42 @@ PERIODIC_START = "resource tracker periodic: "  # logged as the driver answers n
 
 
 @pytest.fixture
-def fleet_of_60(ironic):
-    """60 nodes, enrolled before nova-compute starts (a fixture the test names first)."""
-    return ironic.create_many(60, state="enroll", power=None)
+def fleet_of_60(stack, ironic):
+    """60 nodes, enrolled before nova-compute starts (a fixture the test names first),
+    as if two minutes ago: past the listings' slack for clocks (60 s), within which a
+    node counts as written since each listing."""
+    nodes = ironic.create_many(60, state="enroll", power=None)
+    ironic_service.backdate(stack, nodes, 120)
+    return nodes
+
+
+@pytest.fixture
+def conductor_group_other(stack, shard):
+    """A second Ironic conductor, of conductor group "other"; an Ironic client of this
+    test's shard through its API, the one that can move a node into that group."""
+    service, url = ironic_service.start_conductor_group(stack, "other")
+    yield clients.Ironic(url, shard, auth=stack.admin_auth("baremetal"))
+    service.stop()
 
 
 @pytest.mark.skipif(releases.current().name != releases.NEWEST,
                     reason="the listing's code and Ironic's paging are the same on every "
                            "release: tested once, on the newest (CI's time)")
-@pytest.mark.parametrize("nova_compute", [{"full_pass_every": 3, "debug": True}],
+@pytest.mark.parametrize("nova_compute", [{"full_pass_every": 3, "debug": True,
+                                           # the default group: nova's scope has both keys
+                                           "ironic": {"conductor_group": ""}}],
                          indirect=True)
 def test_past_ironics_max_limit_and_never_a_node_gone_from_its_scope(
-        fleet_of_60, nova_compute, ironic, placement):
+        fleet_of_60, conductor_group_other, nova_compute, ironic, placement):
     """Ironic answers pages of 20 nodes at most (``[api] max_limit``, tests/nova/conftest):
-    nova's cache holds all 60 nodes of the service's shard, each with its compute node
-    record.  A node deleted from Ironic and one moved to another shard just after a whole
-    listing read them (the fleet kept holds both until the next) never reach nova's
-    resource tracker (its debug line for each node it goes over), though both fall due
-    for their age meanwhile: the check before nova's periodic drops them from nova's
-    cache, nova's orphan handling deletes the deleted one's record and provider, nothing
-    re-creates them, and the moved one's record keeps its host."""
+    nova's cache holds all 60 nodes of the service's shard and conductor group, each
+    with its compute node record.  A node deleted from Ironic, one moved to another shard
+    and one moved to another conductor group just after a whole listing read them (the
+    fleet kept holds them until the next) never reach nova's resource tracker (its debug
+    line for each node it goes over), though they fall due for their age meanwhile: the
+    check before nova's periodic drops them from nova's cache, nova's orphan handling
+    deletes the deleted one's record and provider, nothing re-creates them, and the moved
+    ones' records keep their host."""
     nodes, log, database = fleet_of_60, nova_compute.log, nova_compute.path / "nova.db"
     wait_for(lambda: set(compute_records(database)) == set(nodes), 120,
              "a compute node record for each of the 60 nodes")
@@ -293,19 +314,18 @@ def test_past_ironics_max_limit_and_never_a_node_gone_from_its_scope(
                 found.append(whole)
                 whole = False
         return found
-    # Nodes written in the last minute count as written since each listing (its slack
-    # for clocks): the new fleet is listed whole until it is older than that.
     wait_for(lambda: refreshes()[-2:] == [False, False], 150, "refreshes listing what changed")
 
     def whole_listings():
         return log.read_text().count(WHOLE_LISTING)
     listed = whole_listings()
     wait_for(lambda: whole_listings() > listed, 60, "a whole listing beside the periodic")
-    deleted, moved = nodes[:2]
+    deleted, moved, regrouped = nodes[:3]
     ironic.delete(deleted)
     ironic.patch(moved, shard=f"{ironic.shard}-elsewhere")
-    # from the first periodic that starts after both: the one under way may still look
-    # at them (the window stock nova's listing leaves too)
+    conductor_group_other.patch(regrouped, conductor_group="other")
+    # from the first periodic that starts after the writes: the one under way may still
+    # look at them (the window stock nova's listing leaves too)
     written = len(log.read_text())
     wait_for(lambda: PERIODIC_START in log.read_text()[written:], 60, "a periodic's start")
     after = log.read_text().index(PERIODIC_START, written)
@@ -313,11 +333,11 @@ def test_past_ironics_max_limit_and_never_a_node_gone_from_its_scope(
     def since():
         return log.read_text()[after:]
     listed = whole_listings()
-    # both fall due for their age within a full pass (25 s), before the next whole
+    # they fall due for their age within a full pass (25 s), before the next whole
     # listing (the one that would drop them) is taken: it starts a full pass after this
     wait_for(lambda: whole_listings() >= listed + 1, 90, "the next whole listing")
     text = since()
-    for node in (deleted, moved):
+    for node in (deleted, moved, regrouped):
         assert f"Hypervisor/Node resource view: name={node}" not in text, node
     assert "Error updating resources for node" not in text
     checked = log.read_text()[written:]  # the check is logged before the periodic's line
@@ -329,8 +349,9 @@ def test_past_ironics_max_limit_and_never_a_node_gone_from_its_scope(
     assert not placement.provider(deleted)  # not re-created
     assert f"Hypervisor/Node resource view: name={deleted}" not in since()
     checked = log.read_text()[written:]
-    assert all(node in checked for node in (deleted, moved))  # ours, and nova's orphan lines
+    assert all(node in checked for node in (deleted, moved, regrouped))  # ours, and nova's
     records = compute_records(database)
-    assert deleted not in records and records[moved] == ["rp-compute-1"]
+    assert deleted not in records
+    assert records[moved] == records[regrouped] == ["rp-compute-1"]
     assert set(records) == set(nodes) - {deleted}
-    assert PERIODIC.findall(since())[-1][1] == "58"  # the nodes managed here now
+    assert PERIODIC.findall(since())[-1][1] == "57"  # the nodes managed here now
