@@ -193,12 +193,13 @@ PERIODIC = re.compile(r"resource tracker periodic: (\d+) of (\d+) nodes \(due: (
                       r"changed or touched since nova's last look, (\d+) not looked at")
 
 
-@pytest.mark.parametrize("nova_compute", [{"full_pass_every": 3}], indirect=True)
+@pytest.mark.parametrize("nova_compute", [{"full_pass_every": 3, "interval": 5}],
+                         indirect=True)
 def test_between_full_passes_the_periodic_goes_over_only_the_changed_node(
         nova_compute, ironic, placement):
-    """``full_pass_every = 3`` in a real nova-compute (``update_resources_interval`` 10 s):
+    """``full_pass_every = 3`` in a real nova-compute (``update_resources_interval`` 5 s):
     between full passes its periodic goes over a node that changed in Ironic, a node nova
-    has not looked at for 25 s, or else the one it looked at least recently (never none:
+    has not looked at for 12.5 s, or else the one it looked at least recently (never none:
     a build takes the first node of the answer); the nodes left out keep their compute
     node records and draw no orphan warning.  Its node refreshes list the whole fleet
     once a full pass and otherwise what Ironic wrote since, and miss no node created.
@@ -231,7 +232,7 @@ def test_between_full_passes_the_periodic_goes_over_only_the_changed_node(
     assert all(inventory(n)[1] == 0 for n in quiet)
     assert any(p[1] == 3 and p[2] == 1 for p in periodics()[seen:]), periodics()
     # A node created meanwhile reaches nova too, though its refreshes list the whole
-    # fleet only once a full pass (25 s) and otherwise what Ironic wrote since.
+    # fleet only once a full pass (12.5 s) and otherwise what Ironic wrote since.
     late = ironic.create()
     wait_for(lambda: inventory(late), 60, "a node created after the start, reported by nova")
     text = log.read_text()
