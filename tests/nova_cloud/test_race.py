@@ -329,9 +329,9 @@ def freed_race(cloud, topology):
     return row
 
 
-# Against stock nova on every release: stock and C (the agents' fast path).
-@pytest.mark.parametrize("name", [pytest.param("stock", marks=pytest.mark.every_release), "A",
-                                  pytest.param("C", marks=pytest.mark.every_release)])
+# C (the agents' fast path) on every release; stock nova, the reference, on the newest
+# only: its figures are nova's, and on 2025.1 its race took 3.5 minutes of CI's 75.
+@pytest.mark.parametrize("name", ["stock", "A", pytest.param("C", marks=pytest.mark.every_release)])
 def test_race(cloud, name):
     topology = cloud.topologies[name]
     maintenance = maintenance_race(cloud, topology)
