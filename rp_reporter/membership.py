@@ -25,7 +25,9 @@ A renewal can block for as long as the backend's client retries (tooz's redis
 driver: tens of seconds while Redis is down), so fencing is a deadline read
 from the clock, not a state a renewal sets; and ``lapses`` counts renewals
 that came after the deadline, so a lapse is seen even when one blocked
-renewal spanned it.
+renewal spanned it, and renewals that found this member gone from the
+backend's group (the backend's word: a VM paused by its hypervisor may find
+its own clock stood still through the pause).
 """
 
 import contextlib
@@ -163,10 +165,13 @@ class Group:
                            self._coordinator.get_members(self.group).get()}
             except coordination.GroupNotCreated:  # the backend lost its data
                 members = set()
-            if self.member_id not in members:  # expired while cut off: join again
+            # expired while cut off (or paused where this clock stood still too): the
+            # backend's word for a lapse, which the clock alone would miss
+            dropped = self.member_id not in members
+            if dropped:
                 self._join()
                 members.add(self.member_id)
-            if self._last_renewal is not None and self.fenced:
+            if self._last_renewal is not None and (self.fenced or dropped):
                 self.lapses += 1  # the deadline passed before this renewal got through
             self._last_renewal = sent
             self._members = members

@@ -33,6 +33,7 @@ from rp_reporter import wiring
 from rp_reporter.nova_compute import group_record
 from rp_reporter.nova_compute import provider_cache
 from rp_reporter.nova_compute import rehome
+from rp_reporter.nova_compute import self_fence
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
@@ -73,6 +74,7 @@ class CoordinatedRing:
         self.driver = driver
         self.conf = conf or reporter_conf()
         self.membership = None  # joined by join()
+        self.self_fence = None  # fence_itself(): where servers move between services
         # Who was ever a member, and whom a mover forced down: nova's database.
         self.record = group_record.GroupRecord(self.conf.coordination.group)
         self.ring_members = None  # the members the ring was last built over
@@ -111,6 +113,8 @@ class CoordinatedRing:
             self._renewal_started(time.monotonic() - asleep - heartbeat, lease)
             self.membership.tick()  # never raises: a backend failure fences us
             try:
+                if self.self_fence is not None:  # before anything acts on the lapse
+                    self.self_fence.check("acting on a renewal of its membership")
                 self._clear_forced_down_once_live()
                 if self.ring_members is not None and self.members() != self.ring_members:
                     self.release_to_new_ring()
@@ -129,6 +133,13 @@ class CoordinatedRing:
             LOG.warning("membership renewal started %.1f s late (lease %.0f s): nova's "
                         "work held the process meanwhile", late, lease)
 
+    def fence_itself(self):
+        """Self-fencing (``self_fence``) from now on: the servers of a service fenced
+        by the others move, so a lapse of this one's lease is checked before it acts."""
+        group = self.join()
+        self.self_fence = self_fence.SelfFence(group, lambda: own_forced_down(CONF.host))
+        return self.self_fence
+
     def members(self):
         """The ring's members now: the live ones, lower-case as nova compares hosts, or
         none while this service is not a member itself (fenced, or not joined yet)."""
@@ -140,7 +151,9 @@ class CoordinatedRing:
         """A mover forces a fenced service down before it moves its servers (nova's
         fence).  The service clears it itself once it is a live member again: at its
         start, and after every lapse of its lease (a pause, a partition), and only when
-        a mover set it (an operator's or an evacuation tool's flag stays).  Its servers
+        a mover set it (an operator's or an evacuation tool's flag stays).  Where it
+        fences itself, a lapse that finds it forced down restarts it first
+        (``self_fence``): the flag is then cleared at its start.  Its servers
         moved meanwhile are refused one by one (``guard``), so a live member need not
         stay down.  At the same moments the service records itself as a member of the
         group (``group_record``).  Done once per such moment, once nova has this
@@ -236,6 +249,12 @@ class CoordinatedRing:
                     or me in ring.get_nodes(uuid.encode()))
         self.driver.node_cache = {uuid: node for uuid, node in cache.items() if kept(uuid)}
         return kept
+
+
+def own_forced_down(host):
+    """Whether nova has compute service ``host`` forced down (its record, or none yet)."""
+    service = rehome.service_record(nova_context.get_admin_context(), host)
+    return service is not None and service.forced_down
 
 
 def novas_report_client(driver):

@@ -46,6 +46,7 @@ def _guarded(name, instance_at):
     def operation(self, *args, **kwargs):
         instance = kwargs["instance"] if "instance" in kwargs else args[instance_at]
         if getattr(self, "_rehoming", None) is not None:  # nova's tests may skip __init__
+            self._fence_check(name)
             guard.check(instance, name, self._metrics)
         try:
             return novas(self, *args, **kwargs)
@@ -70,6 +71,7 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
         self._problems = rp_problems.ProblemLog(LOG)  # each node's, logged once
         self._ring = None  # peers_from = coordination: this service's CoordinatedRing
         self._rehoming = None  # and its re-homing job, where membership tracks liveness
+        self._self_fence = None  # and then its self-fence (``self_fence``)
         self._managed = set()  # peers_from = nova: the nodes managed here, as last logged
         self._metrics = driver_metrics.DriverMetrics()
         self._periodic = periodic.PeriodicNodes(CONF.rp_reporter.full_pass_every)
@@ -98,12 +100,32 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
                 self._rehoming = rehome.Rehoming(
                     self._ring, lambda: self.ironic_connection, self._problems,
                     self._metrics, manager=manager and (lambda: manager)).start()
+                self._self_fence = self._ring.fence_itself()
                 if manager is not None:
-                    guard.guard_manager(manager, self._ring.membership, self._metrics)
+                    guard.guard_manager(manager, self._ring.membership, self._metrics,
+                                        self._self_fence)
             if CONF.rp_reporter.metrics_bind:
                 self._metrics.serve(CONF.rp_reporter.metrics_bind,
                                     lambda: bool(self._ring.members()))
         super().init_host(host)
+
+    def _fence_check(self, what):
+        fence = getattr(self, "_self_fence", None)  # nova's tests may skip __init__
+        if fence is not None:
+            fence.check(what)
+
+    @property
+    def ironic_connection(self):
+        # Every request of the driver's to Ironic, each poll of a deploy, a power change
+        # or a delete included: a service that may have been fenced stops first.
+        self._fence_check("a request to Ironic")
+        return ironic_driver.IronicDriver.ironic_connection.fget(self)
+
+    def _wait_for_active(self, instance):
+        # nova's poll of a deploy reads the instance before Ironic: a server moved away
+        # while this service was paused would end its build here as a failure.
+        self._fence_check(f"the wait for instance {instance.uuid}'s deploy")
+        return super()._wait_for_active(instance)
 
     def get_available_nodes(self, refresh=False):
         # nova's resource-tracker periodic calls this first: the nodes it goes over; a

@@ -97,19 +97,23 @@ def check(instance, operation, metrics):
             instance_id=instance.uuid, reason=reason)
 
 
-def guard_manager(manager, membership, metrics):
-    """Put the request check in front of each of nova's handlers on ``manager``."""
+def guard_manager(manager, membership, metrics, self_fence=None):
+    """Put the request check (after ``self_fence``'s, a SelfFence) in front of each of
+    nova's handlers on ``manager``."""
     for name in REQUESTS:
         handler = getattr(manager, name, None)
         if handler is not None:
-            setattr(manager, name, _guarded_request(name, handler, membership, metrics))
+            setattr(manager, name, _guarded_request(name, handler, membership, metrics,
+                                                    self_fence))
 
 
-def _guarded_request(name, handler, membership, metrics):
+def _guarded_request(name, handler, membership, metrics, self_fence):
     signature = inspect.signature(handler)
 
     @functools.wraps(handler)
     def request(*args, **kwargs):
+        if self_fence is not None:
+            self_fence.check(f"nova's {name}")
         instance = (signature.bind(*args, **kwargs).arguments.get("instance")
                     or kwargs.get("instance"))
         reason = instance is not None and moved_away(instance, membership)

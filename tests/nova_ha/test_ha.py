@@ -241,6 +241,8 @@ def ours_facts(cloud, made):
     print(f"\nours, a service paused and resumed: {facts['pause']}")
     facts["deploy"] = killed_during_deploy(cloud, made)
     print(f"\nours, a service killed during a deploy: {facts['deploy']}")
+    facts["paused_deploy"] = paused_during_deploy(cloud, made)
+    print(f"\nours, a service paused during a deploy: {facts['paused_deploy']}")
     facts["anti_affinity"] = facts_anti
     facts["replacement"] = replacement_host(cloud, made, facts["servers"])
     print(f"\nours, every service killed, a new host: {facts['replacement']}")
@@ -260,6 +262,8 @@ def ours_facts(cloud, made):
         reboots_lost=facts["pause"]["reboots_lost"],
         ports_deallocated_on_moved=facts["pause"]["ports_deallocated_on_moved"],
         builds_stuck=facts["deploy"]["builds_stuck"], deploy=dict(facts["deploy"]),
+        spawns_lost=facts["paused_deploy"]["spawns_lost"],
+        paused_deploy=dict(facts["paused_deploy"]),
         antiaffinity_builds_failed=facts_anti["failed"], anti_affinity=dict(facts_anti),
         foreign_services_forced_down=foreign_forced_down(cloud),
         notification_errors=notification_errors(cloud))
@@ -567,6 +571,65 @@ def killed_during_deploy(cloud, made):
     return facts
 
 
+def paused_during_deploy(cloud, made):
+    """A service paused (SIGSTOP) while it deploys a server (nova's task state
+    ``spawning``), past its lease and nova's service_down_time: the server is re-homed
+    and ends in ERROR, as in ``killed_during_deploy``.  Then it resumes (SIGCONT) with
+    the deploy's thread in flight: it must fence itself (restart in place) before that
+    thread writes, so the server keeps its new home (nova's build-failure handler on the
+    resumed service would clear its host and node and deallocate its ports), and its
+    delete through the new home frees the node in Ironic (the node the resumed service
+    would otherwise have left deployed, owned by nothing)."""
+    offered = sorted(cloud.offered(made))
+    node = next(n for n in offered if cloud.home(n) in made.hosts)
+    victim = cloud.home(node)
+    server = cloud.nova.boot("ha-paused-deploying", made.flavor, host=victim, node=node)
+    seen = wait_until(lambda: cloud.nova.server(server), lambda found: (
+        found["OS-EXT-STS:task_state"] == "spawning" or found["status"] != "BUILD"), 120,
+        "the server spawning", interval=0.1)
+    service = cloud.stack.service(f"nova-compute-{victim}")
+    service.signal(signal.SIGSTOP)
+    facts = {"host": victim, "staged": seen["status"] == "BUILD"}
+    try:
+        found = wait_until(lambda: cloud.nova.server(server),
+                           lambda found: found["status"] != "BUILD",
+                           FENCED_AFTER_KILL + 3 * ha.PERIODIC + 60, "the server out of BUILD")
+    except AssertionError:
+        found = cloud.nova.server(server)
+    finally:
+        resumed_at = time.time()
+        service.signal(signal.SIGCONT)
+    moved_to = found["OS-EXT-SRV-ATTR:host"]
+    facts.update(status=found["status"], moved_to=moved_to,
+                 fault=(found.get("fault") or {}).get("message", ""))
+    try:
+        wait_for(lambda: ha.ring_logged(made, victim, resumed_at), ha.LEASE + 3 * ha.PERIODIC
+                 + 60, "the resumed service a ring member again")
+    except AssertionError:
+        facts["rejoined"] = False
+    time.sleep(2 * ha.PERIODIC)  # what its threads in flight would do, done by now
+    after = cloud.nova.server(server) or {}
+    facts.update(self_fenced=made.since(victim).count("self-fenced: "),
+                 host_after_resume=after.get("OS-EXT-SRV-ATTR:host"),
+                 node_after_resume=after.get("OS-EXT-SRV-ATTR:hypervisor_hostname"),
+                 status_after_resume=after.get("status"))
+    cloud.nova.delete(server)
+    cloud.nova.wait_gone(server)
+    try:
+        wait_for(lambda: made.ironic.get(node)["instance_uuid"] is None, 120,
+                 "the errored server's node freed")
+        facts["node_freed"] = True
+    except AssertionError:
+        facts["node_freed"] = False
+    facts["node_state"] = made.ironic.get(node)["provision_state"]
+    facts["spawns_lost"] = int(
+        moved_to in (None, victim) or facts["host_after_resume"] != moved_to
+        or not facts["node_freed"])
+    wait_for(lambda: cloud.offered(made) == set(made.nodes), 3 * ha.PERIODIC + 120,
+             "every node offered again")
+    return facts
+
+
 def anti_affinity(cloud, made):
     """``[rp_reporter] full_pass_every`` 10: after two quiet periodics, two servers booted
     into a hard anti-affinity group.  nova's group policy check on the compute asks the
@@ -827,6 +890,16 @@ def test_a_service_killed_during_a_deploy_leaves_the_server_in_error_with_a_faul
     assert deploy["builds_stuck"] == 0 and deploy["status"] == "ERROR", deploy
     assert "fenced during the build" in deploy["fault"], deploy
     assert deploy["moved_to"] != deploy["host"] and deploy["node_cleaned"], deploy
+
+
+def test_a_service_paused_during_a_deploy_fences_itself_when_it_resumes(ours):
+    """Self-fencing: the resumed service restarts before its deploy's thread writes;
+    the server keeps its new home (in ERROR, as a build whose service died), and its
+    delete frees the node in Ironic."""
+    paused = ours["paused_deploy"]
+    assert paused["staged"] and paused["status"] == "ERROR", paused
+    assert paused["self_fenced"] >= 1, paused
+    assert paused["spawns_lost"] == 0, paused
 
 
 def test_a_service_of_no_group_down_in_the_same_cell_is_never_forced_down(stock, ours):

@@ -91,6 +91,23 @@ def test_a_renewal_after_the_deadline_counts_a_lapse(tmp_path):
         group.stop()
 
 
+def test_a_renewal_that_finds_the_member_gone_from_the_backend_counts_a_lapse(tmp_path):
+    """The backend's word: expired there while this process's clock stood still (a VM
+    paused by its hypervisor), so the deadline never passed by that clock."""
+    group = membership.Group(f"file://{tmp_path}", "rp", "me", heartbeat=0.1,
+                             lease=10.0).start()
+    try:
+        group.tick()
+        group._coordinator.leave_group(group.group).get()  # the backend dropped it
+        group.tick()
+        assert not group.fenced and group.lapses == 1
+        assert "me" in group.members()  # a member again
+        group.tick()
+        assert group.lapses == 1
+    finally:
+        group.stop()
+
+
 def test_a_node_changed_while_another_agent_owned_it_goes_first_after_a_takeover(agent):
     agent.conf.set_override("host", "me")
     ownership = agent.ownership

@@ -1,0 +1,107 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Self-fencing: a compute service that may have been fenced stops acting at once.
+
+A survivor moves a service's servers only once the service's lease ended and nova
+reports it down, and it forces the service down before the first move (nova's fence).
+The service may still be alive: paused (SIGSTOP, a VM pause, a stalled process) or cut
+off, and it resumes with threads in flight: a deploy polling Ironic, a delete waiting
+for cleaning, a request nova's manager took.  Any of them may write after the move:
+nova's save after a spawn, its build-failure handler clearing a server's host, node and
+ports, a driver's request to Ironic.
+
+So, as Pacemaker's watchdog stops a node that lost quorum and a Kubernetes lease holder
+stops acting once its lease is gone, the service does not trust its threads after a
+lapse of its lease (by its own clock, or by the backend's word: it was no longer a
+member).  Every place where it acts asks ``check`` first: each driver operation, each
+of the driver's requests to Ironic (the polls of a deploy or a delete included), each
+request nova's manager takes, each membership renewal.  After a lapse, ``check`` reads
+the service's own Service record (nova's cell database, through nova-conductor); forced
+down, a mover may have moved servers meanwhile, and the service restarts itself in
+place before anything is written: nova's own start-up handling then runs on the servers
+still homed here, as after any restart.  Not forced down, nothing was moved (a mover
+forces down first), and it goes on.  While the lease is lapsed and not renewed yet (a
+partition, or the instant after a pause before the renewal thread ran) the record is
+read at most once a heartbeat, and nova still seeing the service up means no mover acts.
+"""
+
+import logging
+import multiprocessing
+import os
+import sys
+import threading
+import time
+
+LOG = logging.getLogger(__name__)
+
+
+def restart_in_place(why):
+    """Restart this nova-compute now, writing nothing more.  Under oslo.service's
+    process manager (nova 34 on: the service runs in a worker process) the worker
+    exits and the manager starts a new one; otherwise (eventlet, nova 31 to 33) the
+    process runs its own command again, with the same pid (a service manager sees no
+    exit)."""
+    LOG.critical("self-fenced: %s; this compute service restarts now, before it writes "
+                 "anything more (nova's start-up handling then runs on the servers still "
+                 "homed here)", why)
+    for handler in logging.getLogger().handlers:
+        handler.flush()
+    if multiprocessing.parent_process() is not None:
+        os._exit(1)
+    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+
+
+class SelfFence:
+    """``membership``: the service's Group (``fenced``, ``lapses``, ``heartbeat``);
+    ``forced_down``: () -> whether nova has this service forced down now (a read of its
+    own Service record); ``restart``: what is done when it is (``restart_in_place``)."""
+
+    def __init__(self, membership, forced_down, restart=restart_in_place,
+                 clock=time.monotonic):
+        self.membership = membership
+        self._forced_down = forced_down
+        self._restart = restart
+        self._clock = clock
+        self._cleared = membership.lapses  # the lapses found harmless (or none yet)
+        self._next_read = float("-inf")  # while lapsed: the record's next read
+        self._lock = threading.Lock()
+
+    def check(self, what):
+        """Before this service acts (``what``, for the log): returns when it may act;
+        restarts it when it may have been fenced (never returns then, in production)."""
+        if not self._lapsed():
+            return
+        with self._lock:
+            lapses, fenced = self.membership.lapses, self.membership.fenced
+            if not fenced and lapses == self._cleared:
+                return  # another thread found this lapse harmless meanwhile
+            now = self._clock()
+            if fenced and now < self._next_read:
+                return  # read less than a heartbeat ago: not forced down then
+            self._next_read = now + self.membership.heartbeat
+            try:
+                forced = self._forced_down()
+            except Exception:  # noqa: BLE001 - nova-conductor unreachable: nova's own
+                # writes fail as well; the record is read again at the next check
+                LOG.warning("self-fence: this service's own record could not be read "
+                            "after a lapse of its lease (before %s)", what, exc_info=True)
+                return
+            if forced:
+                self._restart(f"the lease of its membership lapsed and nova has this "
+                              f"service forced down (before {what})")
+                return
+            if not fenced:
+                self._cleared = lapses
+
+    def _lapsed(self):
+        return self.membership.fenced or self.membership.lapses != self._cleared
