@@ -220,6 +220,13 @@ class Group:
     def members(self):
         return set(self._members)
 
+    def members_now(self):
+        """The live members as the backend answers now (one read; raises if it fails):
+        a decision that must not rest on the last renewal's view."""
+        if self._coordinator is None:
+            raise coordination.ToozError("not joined to the coordination backend yet")
+        return {m.decode() for m in self._coordinator.get_members(self.group).get()}
+
     @contextlib.contextmanager
     def lock(self, name):
         """Yields whether this member holds the backend's lock ``name`` (tried once,

@@ -147,6 +147,16 @@ class CoordinatedRing:
         members = set() if group.fenced else {m.lower() for m in group.members()}
         return members if CONF.host.lower() in members else set()
 
+    def members_now(self):
+        """The live members as the backend answers now, lower-case (one read, not the
+        last renewal's view), or None if the backend does not answer."""
+        try:
+            return {m.lower() for m in self.join().members_now()}
+        except Exception:  # noqa: BLE001 - any backend's error: no answer
+            LOG.warning("the coordination backend's members could not be read",
+                        exc_info=True)
+            return None
+
     def _clear_forced_down_once_live(self):
         """A mover forces a fenced service down before it moves its servers (nova's
         fence).  The service clears it itself once it is a live member again: at its

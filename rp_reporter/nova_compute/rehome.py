@@ -162,7 +162,7 @@ class Rehoming:
             settled = self._settled.get(host)
             if settled and settled[0] == key and now < settled[1]:
                 continue
-            left = self._rehome_from(ctxt, host, hashring)
+            left = self._rehome_from(ctxt, host, hashring, report)
             if left != "moving":
                 self._settled[host] = (key, float("inf") if left == "nothing"
                                        else now + RECHECK_REFUSED_S)
@@ -191,10 +191,11 @@ class Rehoming:
         return {host: reports[host]
                 for host in rehoming.fenced_services(up, members, CONF.host)}
 
-    def _rehome_from(self, ctxt, host, hashring):
-        """Move the fenced ``host``'s servers whose nodes ``hashring`` gives here;
-        returns what was left: "nothing" (no server of it is to move here), "refused"
-        (every one was refused) or "moving" (moved, or to be tried again)."""
+    def _rehome_from(self, ctxt, host, hashring, report):
+        """Move the fenced ``host``'s servers whose nodes ``hashring`` gives here
+        (``report``: its last report, as the round found it fenced); returns what was
+        left: "nothing" (no server of it is to move here), "refused" (every one was
+        refused) or "moving" (moved, or to be tried again)."""
         me = CONF.host.lower()
         # Ironic names its nodes by uuid; another driver's hypervisor is none of ours.
         instances = [(i.node, i) for i in objects.InstanceList.get_by_host(ctxt, host)
@@ -211,7 +212,8 @@ class Rehoming:
         in_scope = [(node, instance) for node, (instance,) in due if scope[node]]
         if not in_scope:  # a failed look-up is tried again at the next round
             return "moving" if None in scope.values() else "refused"
-        self._force_down(ctxt, host)
+        if not self._force_down(ctxt, host, report):
+            return "moving"  # back meanwhile: the next round reads it again
         for node, instance in in_scope:
             try:
                 self._move(ctxt, node, instance, host)
@@ -239,8 +241,21 @@ class Rehoming:
             self.problems.replace(node, [f"not re-homed: {reason}"])
         return not reason
 
-    def _force_down(self, ctxt, host):
+    def _force_down(self, ctxt, host, report):
+        """Force ``host`` down, unless it came back since the round found it fenced
+        (``report``: its last report then); whether it is fenced now.  The scope's reads
+        took seconds: live membership and nova's record are read again right before the
+        write, so a service that rejoined meanwhile (and cleared a flag of a mover's
+        once already) is never forced down after it."""
         service = service_record(ctxt, host)
+        if service is not None and not service.forced_down:
+            members = self.ring.members_now()
+            if ((service.report_count, service.updated_at) != report or members is None
+                    or host.lower() in members):
+                LOG.info("compute service %s not forced down: it came back while its "
+                         "servers' nodes were read (it reported to nova, or rejoined the "
+                         "group), or the group's members could not be read again", host)
+                return False
         if service is not None and not service.forced_down:  # none: no record to fence
             self.ring.record.forced_down(ctxt, host, CONF.host)
             service.forced_down = True
@@ -250,6 +265,7 @@ class Rehoming:
                         "the group, nova reports it down) and its servers move to live "
                         "members; it clears this itself once it is a live member again",
                         host)
+        return True
 
     def _move(self, ctxt, node, instance, fenced_host):
         with self.ring.membership.lock(f"rehome-{node}") as held:

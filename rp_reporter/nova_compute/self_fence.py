@@ -58,7 +58,8 @@ def restart_in_place(why):
         handler.flush()
     if multiprocessing.parent_process() is not None:
         os._exit(1)
-    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])
+    # its own command line, as it was started: no shell, nothing from outside
+    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])  # noqa: S606
 
 
 class SelfFence:

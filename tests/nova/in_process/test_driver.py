@@ -382,7 +382,7 @@ def rehoming_job(members, ironic, down=(), locks=None, record=None):
     (every service of the cell, by default)."""
     driver = Fleet.driver("ours", ironic)
     ring = driver._coordinated_ring()
-    ring.members = lambda: set(members)
+    ring.members = ring.members_now = lambda: set(members)
     ring.membership = locks or Locks()
     ring.record = record or Record(Cell.last)
     job = rehome.Rehoming(ring, lambda: ironic, driver._problems, driver._metrics)
@@ -429,6 +429,35 @@ def test_a_new_service_moves_nothing_before_nova_made_its_record(nova_config, mo
     cell.services[HOSTS[0]] = (False, 1)  # nova made it: the next round moves
     job.run_once(nova_context.get_admin_context())
     assert ("instance", instances["compute-dead"][0].uuid) in cell.moves
+
+
+@pytest.mark.parametrize("came_back", ["rejoined the group", "reported to nova"])
+def test_a_service_back_while_its_nodes_were_read_is_never_forced_down(
+        nova_config, monkeypatch, came_back):
+    """The mover reads each server's node in Ironic (seconds under load) between finding
+    a service fenced and forcing it down: one that came back meanwhile (and so already
+    cleared a mover's flag once) is read again right before the write, and left up."""
+    node = str(uuid.uuid4())
+    instances = {"compute-dead": [an_instance("compute-dead", node)]}
+    cell = Cell(monkeypatch, {HOSTS[0]: (False, 1), "compute-dead": (False, 3)}, instances)
+    lookup = NodeLookup({node: instances["compute-dead"][0].uuid})
+    job = rehoming_job({HOSTS[0]}, lookup, down=["compute-dead"])
+    read = lookup.get_node
+
+    def back_while_read(node, fields=None):
+        if came_back == "rejoined the group":
+            job.ring.members_now = lambda: {HOSTS[0], "compute-dead"}
+        else:
+            cell.services["compute-dead"] = (False, 4)
+        return read(node, fields)
+    lookup.get_node = back_while_read
+    job.run_once(nova_context.get_admin_context())
+    assert cell.moves == [] and cell.services["compute-dead"][0] is False
+    lookup.get_node = read  # still away at the next round: fenced and moved then
+    job.ring.members_now = lambda: {HOSTS[0]}
+    job.watch = rehoming.ReportWatch(0)
+    job.run_once(nova_context.get_admin_context())
+    assert cell.moves[0] == ("forced down", "compute-dead")
 
 
 def test_one_nodes_error_is_its_own_and_the_others_move(nova_config, monkeypatch):

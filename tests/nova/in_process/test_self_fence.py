@@ -152,7 +152,8 @@ def test_a_worker_of_a_process_manager_exits_for_its_manager_to_start_anew():
     assert worker.exitcode == 1
 
 
-def test_a_deploy_in_flight_stops_before_it_reads_the_server_or_ironic(nova_config, fence):
+@pytest.mark.usefixtures("nova_config")
+def test_a_deploy_in_flight_stops_before_it_reads_the_server_or_ironic(fence):
     """A service paused while nova deployed a server (``spawning``) resumes after a
     survivor moved the server and set it to ERROR: nova's next poll would read the
     server (``instance.refresh``), fail the build and let nova's failure handler clear
