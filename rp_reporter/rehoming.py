@@ -80,6 +80,27 @@ def refused(instances):
     return {node: n for node, n in sorted(counts.items()) if n > 1}
 
 
+def inherited_nodes(nodes, fenced_host, members, ring_of):
+    """Of ``nodes`` (this service's now), those the ring over ``members`` and the fenced
+    service ``fenced_host`` together gives to the fenced service: the free nodes this
+    service took over from it when its lease ended, in order."""
+    fenced = fenced_host.lower()
+    ring = ring_of({m.lower() for m in members} | {fenced})
+    return sorted(node for node in nodes if fenced in ring.get_nodes(node.encode()))
+
+
+def queued_builds(building, asked_before):
+    """Of ``building`` (instances in nova's BUILDING state holding allocations on nodes a
+    fenced service had), the builds cast to that service that it never took: no service
+    has taken them (no host), and they were asked before ``asked_before`` (the fenced
+    service's last report; one asked since was scheduled to the node's new owner, which
+    takes it within seconds).  nova's own start-up ends such builds on the service they
+    were cast to (``_error_out_instances_whose_build_was_interrupted``)."""
+    return [instance for instance in building
+            if not instance.host and instance.created_at is not None
+            and asked_before is not None and instance.created_at < asked_before]
+
+
 class ReportWatch:
     """Which compute services nova would report down, judged by this service's own
     monotonic clock: a service is down when its report (nova's ``report_count`` and

@@ -26,7 +26,9 @@ reads):
   home did what the request asked (``recovery``);
 * the driver's operations (``check``), for an operation already under way when the
   move happened: refused with ``Refused``, never ``InstanceNotFound`` (nova's manager
-  would take the server as gone and deallocate its ports).
+  would take the server as gone and deallocate its ports);
+* nova's build handler: a build queued for this service while it was fenced, which a
+  survivor ended meanwhile (``queued_builds``), is dropped.
 """
 
 import functools
@@ -37,6 +39,7 @@ import time
 from nova import context as nova_context
 from nova import exception
 from nova import objects
+from nova.compute import vm_states
 from oslo_config import cfg
 
 from rp_reporter import rehoming
@@ -46,7 +49,8 @@ LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
 
 # nova's ComputeManager handlers of requests for a server on this host (those a
-# release lacks are skipped).  A build is not one: the server is not homed anywhere yet.
+# release lacks are skipped).  A build is not one: the server is not homed anywhere yet
+# (BUILD: its own check).
 REQUESTS = (
     "terminate_instance", "soft_delete_instance", "restore_instance", "reboot_instance",
     "stop_instance", "start_instance", "rebuild_instance", "rescue_instance",
@@ -54,6 +58,7 @@ REQUESTS = (
     "resume_instance", "trigger_crash_dump", "attach_interface", "detach_interface",
     "set_admin_password", "snapshot_instance", "backup_instance", "shelve_instance",
     "shelve_offload_instance", "inject_network_info")
+BUILD = "build_and_run_instance"
 
 
 class Refused(exception.NovaException):
@@ -99,12 +104,48 @@ def check(instance, operation, metrics):
 
 def guard_manager(manager, membership, metrics, self_fence=None):
     """Put the request check (after ``self_fence``'s, a SelfFence) in front of each of
-    nova's handlers on ``manager``."""
+    nova's handlers on ``manager``, and the build check in front of its build handler."""
     for name in REQUESTS:
         handler = getattr(manager, name, None)
         if handler is not None:
             setattr(manager, name, _guarded_request(name, handler, membership, metrics,
                                                     self_fence))
+    build = getattr(manager, BUILD, None)
+    if build is not None:
+        setattr(manager, BUILD, _guarded_build(build, metrics, self_fence))
+
+
+def _guarded_build(handler, metrics, self_fence):
+    """A build found in the queue of a service that comes back: one a survivor ended
+    meanwhile (``queued_builds``: no longer building) is dropped, as nova's handler
+    drops a build whose task state changed; nova's own handler would start it again
+    (it sets the server building) with no allocation left for its node."""
+    signature = inspect.signature(handler)
+
+    @functools.wraps(handler)
+    def build(*args, **kwargs):
+        if self_fence is not None:
+            self_fence.check(f"nova's {BUILD}")
+        instance = signature.bind(*args, **kwargs).arguments.get("instance")
+        if instance is not None and not still_building(instance):
+            LOG.error("refused to %s instance %s: it is no longer building (its build was "
+                      "ended while this service was fenced); the request is dropped here",
+                      BUILD, instance.uuid)
+            metrics.refused.labels(BUILD).inc()
+            return None
+        return handler(*args, **kwargs)
+    return build
+
+
+def still_building(instance):
+    """Whether nova's database still has ``instance`` building (or no longer has it:
+    nova's handler deals with that)."""
+    try:
+        found = objects.Instance.get_by_uuid(nova_context.get_admin_context(),
+                                             instance.uuid, expected_attrs=[])
+    except exception.InstanceNotFound:
+        return True
+    return found.vm_state == vm_states.BUILDING
 
 
 def _guarded_request(name, handler, membership, metrics, self_fence):

@@ -68,6 +68,7 @@ from oslo_config import cfg
 from oslo_utils import uuidutils
 
 from rp_reporter import rehoming
+from rp_reporter.nova_compute import queued_builds
 from rp_reporter.nova_compute import recovery
 
 LOG = logging.getLogger(__name__)
@@ -127,6 +128,8 @@ class Rehoming:
         self._servicegroup = None
         # host: (its report, the ring, until when) once nothing of it is to move here
         self._settled = {}
+        # host: (its report, the nodes whose allocations were read for builds queued to it)
+        self._builds_read = {}
 
     def _count(self, outcome):
         self.counts[outcome] += 1
@@ -154,6 +157,7 @@ class Rehoming:
         hashring = self.ring.ring_of(members)
         now = time.monotonic()
         for host, report in self._fenced(ctxt, members).items():
+            self._end_queued_builds(ctxt, host, report, members)
             # A dead service's record and the ring stand still: what had nothing of
             # ours once has nothing until one of them changes (its instances are not
             # loaded again every round by every survivor); what was refused, until
@@ -166,6 +170,22 @@ class Rehoming:
             if left != "moving":
                 self._settled[host] = (key, float("inf") if left == "nothing"
                                        else now + RECHECK_REFUSED_S)
+
+    def _end_queued_builds(self, ctxt, host, report, members):
+        """End the builds cast to the fenced ``host`` that it never took, on the free
+        nodes this service took over from it (``queued_builds``); each node's
+        allocations are read once a death (``report``: its last report)."""
+        if self.manager is None:
+            return  # nova's tests load the driver without a manager
+        read_for, read = self._builds_read.get(host, (None, set()))
+        if read_for != report:
+            read = set()
+        nodes = rehoming.inherited_nodes(set(self.ring.driver.node_cache) - read, host,
+                                         members, self.ring.ring_of)
+        if nodes:
+            read |= queued_builds.end(ctxt, self.manager().reportclient, host, report[1],
+                                      nodes)
+        self._builds_read[host] = (report, read)
 
     @staticmethod
     def _have_service_record(ctxt):

@@ -49,6 +49,7 @@ from rp_reporter import nova_compute
 from rp_reporter import rehoming
 from rp_reporter.nova_compute import guard
 from rp_reporter.nova_compute import periodic
+from rp_reporter.nova_compute import queued_builds
 from rp_reporter.nova_compute import rehome
 from rp_reporter.sync import plan as planner
 from tools import clients
@@ -458,6 +459,34 @@ def test_a_service_back_while_its_nodes_were_read_is_never_forced_down(
     job.watch = rehoming.ReportWatch(0)
     job.run_once(nova_context.get_admin_context())
     assert cell.moves[0] == ("forced down", "compute-dead")
+
+
+def test_builds_queued_to_a_fenced_service_are_looked_for_on_the_nodes_taken_from_it(
+        nova_config, monkeypatch):
+    """Each round, the free nodes this service took over from a fenced one (its ring with
+    the fenced service) not yet read for its death; a new death reads them again."""
+    cell = Cell(monkeypatch, {HOSTS[0]: (False, 1), "compute-dead": (False, 3)}, {})
+    job = rehoming_job({HOSTS[0], HOSTS[1]}, NodeLookup({}), down=["compute-dead"])
+    job.manager = lambda: types.SimpleNamespace(reportclient="nova's report client")
+    nodes = [str(uuid.uuid4()) for _ in range(30)]
+    job.ring.driver.node_cache = dict.fromkeys(nodes[:20])
+    asked = []
+    monkeypatch.setattr(queued_builds, "end", lambda ctxt, client, host, last, read: (
+        asked.append((client, host, sorted(read))) or set(read)))
+    job.run_once(nova_context.get_admin_context())
+    inherited = rehoming.inherited_nodes(nodes[:20], "compute-dead", {HOSTS[0], HOSTS[1]},
+                                         job.ring.ring_of)
+    assert inherited and asked == [("nova's report client", "compute-dead", inherited)]
+    job.run_once(nova_context.get_admin_context())
+    assert len(asked) == 1  # read once for this death
+    job.ring.driver.node_cache = dict.fromkeys(nodes)  # more taken over since
+    job.run_once(nova_context.get_admin_context())
+    assert asked[1][2] == sorted(set(rehoming.inherited_nodes(
+        nodes, "compute-dead", {HOSTS[0], HOSTS[1]}, job.ring.ring_of)) - set(inherited))
+    cell.services["compute-dead"] = (False, 4)  # it came back, and died again
+    job.watch = rehoming.ReportWatch(0)
+    job.run_once(nova_context.get_admin_context())
+    assert len(asked[-1][2]) > len(asked[1][2])
 
 
 def test_one_nodes_error_is_its_own_and_the_others_move(nova_config, monkeypatch):

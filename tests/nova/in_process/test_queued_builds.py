@@ -1,0 +1,150 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Builds cast to a fenced service that it never took (``queued_builds``), in nova's own
+cell database (nova's test fixture: the real schema on sqlite), through nova's real
+Instance objects and their compare-and-swap save; Placement's allocations as nova's
+report client answers them."""
+
+import datetime
+import time
+import uuid
+
+import nova.conf
+import pytest
+from nova import context as nova_context
+from nova import objects
+from nova.compute import task_states
+from nova.compute import vm_states
+from nova.scheduler.client import report
+from nova.tests import fixtures as nova_fixtures
+from oslo_utils import timeutils
+
+from rp_reporter.nova_compute import guard
+from rp_reporter.nova_compute import metrics as driver_metrics
+from rp_reporter.nova_compute import queued_builds
+
+CONF = nova.conf.CONF
+FENCED = "compute-dead"
+
+
+class ReportClient:
+    """nova's report client, as far as allocations go: ``allocations`` {node: {consumer:
+    ...}}; reads of ``failing`` nodes raise; ``deleted``: consumers given back."""
+
+    def __init__(self, allocations, failing=()):
+        self.allocations, self.failing, self.deleted = allocations, set(failing), []
+
+    def get_allocations_for_resource_provider(self, ctxt, node):
+        if node in self.failing:
+            raise RuntimeError(f"provider {node}: 503")
+        return report.ProviderAllocInfo(allocations=dict(self.allocations.get(node, {})))
+
+    def delete_allocation_for_instance(self, ctxt, consumer, consumer_type="instance",
+                                       force=False):
+        self.deleted.append(consumer)
+        for held in self.allocations.values():
+            held.pop(consumer, None)
+
+
+@pytest.fixture
+def cell():
+    CONF([], project="nova")
+    CONF.set_override("connection", "sqlite://", group="database")
+    objects.register_all()
+    database = nova_fixtures.Database(database="main")
+    database.setUp()
+    yield nova_context.get_admin_context()
+    database.cleanUp()
+    CONF.reset()
+
+
+def a_server(ctxt, vm_state=vm_states.BUILDING, task_state=task_states.SCHEDULING,
+             host=None):
+    instance = objects.Instance(context=ctxt, uuid=str(uuid.uuid4()), project_id="p",
+                                user_id="u", vm_state=vm_state, task_state=task_state,
+                                host=host)
+    instance.create()
+    return instance
+
+
+def test_a_build_cast_to_a_fenced_service_it_never_took_ends_and_gives_its_node_back(cell):
+    ctxt = cell
+    queued = a_server(ctxt)  # cast to the fenced service, never taken
+    taken = a_server(ctxt, task_state=task_states.SPAWNING, host="compute-a")
+    active = a_server(ctxt, vm_state=vm_states.ACTIVE, task_state=None, host="compute-a")
+    last_report = timeutils.utcnow(with_timezone=True)
+    time.sleep(0.01)
+    since = a_server(ctxt)  # asked after the service's last report: the node's new owner's
+    nodes = [str(uuid.uuid4()) for _ in range(5)]
+    allocations = {nodes[0]: {queued.uuid: {}}, nodes[1]: {taken.uuid: {}},
+                   nodes[2]: {active.uuid: {}}, nodes[3]: {since.uuid: {}}}
+    client = ReportClient(allocations, failing=[nodes[4]])
+    read = queued_builds.end(ctxt, client, FENCED, last_report, nodes)
+    assert read == set(nodes[:4])  # the failed read is tried again at the next round
+    assert client.deleted == [queued.uuid]
+    found = objects.Instance.get_by_uuid(ctxt, queued.uuid)
+    assert (found.vm_state, found.task_state, found.host) == (vm_states.ERROR, None, None)
+    fault = objects.InstanceFault.get_latest_for_instance(ctxt, queued.uuid)
+    assert f"cast to compute service {FENCED}, which was fenced" in fault.message
+    for untouched in (taken, active, since):
+        again = objects.Instance.get_by_uuid(ctxt, untouched.uuid)
+        assert (again.vm_state, again.task_state) == (untouched.vm_state,
+                                                      untouched.task_state)
+    # The fenced service comes back and finds the build's message in its queue: the
+    # build handler drops it (nova's own would set the server building again).
+    assert not guard.still_building(queued) and guard.still_building(since)
+
+
+def test_a_build_taken_meanwhile_is_left_as_it_is(cell, monkeypatch):
+    """The compare-and-swap: a service that came back took the build between the read
+    and the write (nova's build handler set its task state): nothing written."""
+    ctxt = cell
+    queued = a_server(ctxt)
+    node = str(uuid.uuid4())
+    client = ReportClient({node: {queued.uuid: {}}})
+    listed = objects.InstanceList.get_by_filters
+
+    def taken_meanwhile(*args, **kwargs):
+        found = listed(*args, **kwargs)
+        row = objects.Instance.get_by_uuid(ctxt, queued.uuid)
+        row.task_state = task_states.SPAWNING
+        row.save()
+        return found
+    monkeypatch.setattr(objects.InstanceList, "get_by_filters", taken_meanwhile)
+    queued_builds.end(ctxt, client, FENCED,
+                      timeutils.utcnow(with_timezone=True) + datetime.timedelta(seconds=1),
+                      [node])
+    assert client.deleted == []
+    again = objects.Instance.get_by_uuid(ctxt, queued.uuid)
+    assert (again.vm_state, again.task_state) == (vm_states.BUILDING, task_states.SPAWNING)
+
+
+def test_the_build_handler_of_a_service_back_drops_an_ended_build(cell):
+    ctxt = cell
+    ended = a_server(ctxt, vm_state=vm_states.ERROR, task_state=None)
+    building = a_server(ctxt)
+    ran = []
+
+    class Manager:
+        @staticmethod
+        def build_and_run_instance(context, instance, image, request_spec,
+                                   filter_properties, accel_uuids, admin_password=None):
+            ran.append(instance.uuid)
+
+    manager = Manager()
+    metrics = driver_metrics.DriverMetrics()
+    guard.guard_manager(manager, membership=None, metrics=metrics)
+    for instance in (ended, building):
+        manager.build_and_run_instance(ctxt, instance, {}, None, {}, [])
+    assert ran == [building.uuid]
+    assert metrics.refused.labels(guard.BUILD)._value.get() == 1
