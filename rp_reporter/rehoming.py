@@ -80,25 +80,31 @@ def refused(instances):
     return {node: n for node, n in sorted(counts.items()) if n > 1}
 
 
-def inherited_nodes(nodes, fenced_host, members, ring_of):
-    """Of ``nodes`` (this service's now), those the ring over ``members`` and the fenced
-    service ``fenced_host`` together gives to the fenced service: the free nodes this
-    service took over from it when its lease ended, in order."""
-    fenced = fenced_host.lower()
-    ring = ring_of({m.lower() for m in members} | {fenced})
-    return sorted(node for node in nodes if fenced in ring.get_nodes(node.encode()))
+def taken_from_the_departed(claimed, members_before, members_now, ring_of):
+    """{node: its owner before} of the nodes this service just ``claimed`` whose owner
+    under the ring over ``members_before`` is no longer a member (``members_now``): the
+    free nodes it took over from a service that left the group (dead, paused or cut
+    off).  A build booked on such a node before it was claimed here was cast to that
+    service (nova's scheduler sends a build to the host of the node's compute node
+    record)."""
+    if not members_before:
+        return {}
+    now = {m.lower() for m in members_now}
+    ring = ring_of({m.lower() for m in members_before})
+    taken = {}
+    for node in sorted(claimed):
+        before = [owner for owner in ring.get_nodes(node.encode()) if owner not in now]
+        if before:
+            taken[node] = before[0]
+    return taken
 
 
-def queued_builds(building, asked_before):
-    """Of ``building`` (instances in nova's BUILDING state holding allocations on nodes a
-    fenced service had), the builds cast to that service that it never took: no service
-    has taken them (no host), and they were asked before ``asked_before`` (the fenced
-    service's last report; one asked since was scheduled to the node's new owner, which
-    takes it within seconds).  nova's own start-up ends such builds on the service they
-    were cast to (``_error_out_instances_whose_build_was_interrupted``)."""
-    return [instance for instance in building
-            if not instance.host and instance.created_at is not None
-            and asked_before is not None and instance.created_at < asked_before]
+def queued_builds(building):
+    """Of ``building`` (instances in nova's BUILDING state booked on a node before this
+    service claimed it from a service now fenced), the builds that service never took
+    and no one else did: no host.  nova's own start-up ends such builds on the service
+    they were cast to (``_error_out_instances_whose_build_was_interrupted``)."""
+    return [instance for instance in building if not instance.host]
 
 
 class ReportWatch:

@@ -29,9 +29,11 @@ from oslo_config import cfg
 
 from rp_reporter import conf as rp_conf
 from rp_reporter import membership
+from rp_reporter import rehoming
 from rp_reporter import wiring
 from rp_reporter.nova_compute import group_record
 from rp_reporter.nova_compute import provider_cache
+from rp_reporter.nova_compute import queued_builds
 from rp_reporter.nova_compute import rehome
 from rp_reporter.nova_compute import self_fence
 
@@ -78,6 +80,11 @@ class CoordinatedRing:
         # Who was ever a member, and whom a mover forced down: nova's database.
         self.record = group_record.GroupRecord(self.conf.coordination.group)
         self.ring_members = None  # the members the ring was last built over
+        self._members_before = None  # and the ones before the last change
+        # node: (its owner before, that service no member now; the consumers booked on
+        # it before this service's resource tracker first looked at it, or None: not
+        # read yet): builds queued to that service (``queued_builds``)
+        self.taken_from = {}
         self._ring_lapses = 0  # the membership's lapses then
         self._released_for = None  # the members free nodes were last released for
         self._managed = set()  # the nodes this service manages, as last logged
@@ -206,6 +213,8 @@ class CoordinatedRing:
             LOG.warning("not a live member of the coordination group: no free node is "
                         "managed here until this service is one again (nodes with its "
                         "instances stay)")
+        if members != self.ring_members:
+            self._members_before = self.ring_members
         self.ring_members, self._ring_lapses = members, lapses
         return self.ring_of(members)
 
@@ -228,12 +237,42 @@ class CoordinatedRing:
         also drops a node from its cache when it unprovisions it, and reads one back
         into it: the cache alone would hide a release)."""
         log_managed(self._managed, nodes, why)
+        if self.self_fence is not None:  # servers move: builds queued to the departed too
+            taken = rehoming.taken_from_the_departed(
+                nodes - self._managed, self._members_before, self.ring_members or (),
+                self.ring_of)
+            self.taken_from.update((node, (owner, None)) for node, owner in taken.items())
         released = self._managed - nodes
         self.provider_cache.forget(released)
         periodic_nodes = getattr(self.driver, "_periodic", None)  # none: nova's tests' stub
         if periodic_nodes is not None:
             periodic_nodes.forget(released)  # back before the next periodic: due again
         self._managed = nodes
+
+    def first_look(self, node):
+        """nova's resource tracker is about to look at ``node`` (and, on its first look
+        here, move its compute node record here): the consumers booked on a node just
+        taken over from a service that left are read now, before builds are cast here."""
+        owner, booked = self.taken_from.get(node, (None, True))
+        if booked is None:
+            client = novas_report_client(self.driver)
+            self.taken_from[node] = (owner, client and queued_builds.booked_on(
+                nova_context.get_admin_context(), client, node) or set())
+
+    def booked_for(self, host):
+        """{node: consumers} read on the nodes taken over from ``host``, and forgotten
+        here: those of its builds that no service took are ended once (``rehome``)."""
+        found = {node: booked for node, (owner, booked) in list(self.taken_from.items())
+                 if owner == host.lower() and booked is not None}
+        for node in found:
+            self.taken_from.pop(node, None)
+        return found
+
+    def forget_taken_from(self, members):
+        """Owners back in the group (``members``) take their own queued builds."""
+        for node, (owner, _) in list(self.taken_from.items()):
+            if owner in members:
+                self.taken_from.pop(node, None)
 
     def release_to_new_ring(self):
         # The lock is held only while a cache is filtered, never through nova's refresh.

@@ -149,6 +149,8 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
     def get_available_resource(self, nodename):
         # nova's resource tracker calls this once per node it goes over (a periodic, the
         # service's start): nova's look at the node.
+        if getattr(self, "_rehoming", None) is not None:  # nova's tests may skip __init__
+            self._ring.first_look(nodename)  # before nova moves its record here
         resources = super().get_available_resource(nodename)
         self._periodic.looked_at(nodename, lambda: self.node_cache.get(nodename))
         return resources

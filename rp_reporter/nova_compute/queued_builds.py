@@ -19,11 +19,18 @@ no host, BUILD for ever, its allocation pinning the node.  nova's own start-up e
 builds (``_error_out_instances_whose_build_was_interrupted``: BUILDING instances with
 allocations on the service's nodes and no host go to ERROR); a fenced service that never
 returns never runs it.  The survivor that took over the fenced service's free nodes
-does it for those nodes instead (``rehoming.inherited_nodes``), and, as nova's manager
-does with a build it aborts, gives back the build's allocation, so the node is offered
-again; the server gets a fault saying why.  A fenced service that comes back later finds
+does it for those nodes instead, and, as nova's manager does with a build it aborts,
+gives back the build's allocation, so the node is offered again; the server gets a
+fault saying why.  A fenced service that comes back later finds
 the build's message in its queue: nova's own build handler drops it then (``guard``:
 the server is no longer building).
+
+Which builds were cast to the fenced service: those booked on a node before this service
+claimed it from that service (``rehoming.taken_from_the_departed``), read as its resource
+tracker first looks at the node, right before it moves the node's compute node record
+here (from then on the scheduler casts the node's builds here).  A build booked between
+that read and the record's move (milliseconds) is not seen; nor, if this service
+restarts before the fenced one is fenced, are any.
 """
 
 import logging
@@ -38,29 +45,29 @@ from rp_reporter import rehoming
 LOG = logging.getLogger(__name__)
 
 
-def end(ctxt, reportclient, fenced_host, last_report_at, nodes):
-    """End the builds cast to ``fenced_host`` (its last report at ``last_report_at``)
-    that hold allocations on ``nodes``; returns the nodes whose allocations were read
-    (a failed read is tried again at the next call)."""
-    read = set()
-    for node in nodes:
-        try:
-            consumers = set(reportclient.get_allocations_for_resource_provider(
-                ctxt, node).allocations)
-        except Exception:  # noqa: BLE001 - one node's error; the others go on
-            LOG.warning("node %s: Placement's allocations could not be read; a build "
-                        "queued to fenced service %s on it is looked for again at the next "
-                        "round", node, fenced_host, exc_info=True)
-            continue
-        read.add(node)
+def booked_on(ctxt, reportclient, node):
+    """The consumers of the allocations on ``node``'s provider now (nova's report
+    client), or an empty set if Placement does not answer (logged)."""
+    try:
+        return set(reportclient.get_allocations_for_resource_provider(ctxt, node).allocations)
+    except Exception:  # noqa: BLE001 - one node's error; the others go on
+        LOG.warning("node %s: Placement's allocations could not be read as it was taken "
+                    "over; a build queued to its former owner on it is not looked for",
+                    node, exc_info=True)
+        return set()
+
+
+def end(ctxt, reportclient, fenced_host, booked):
+    """End the builds cast to the fenced ``fenced_host`` that it never took: ``booked``
+    {node: the consumers booked on it before this service claimed it from that one}."""
+    for node, consumers in sorted(booked.items()):
         if not consumers:
             continue
         building = objects.InstanceList.get_by_filters(
             ctxt, {"vm_state": vm_states.BUILDING, "uuid": sorted(consumers)},
             expected_attrs=[])
-        for instance in rehoming.queued_builds(building, last_report_at):
+        for instance in rehoming.queued_builds(building):
             _end_one(ctxt, reportclient, instance, node, fenced_host)
-    return read
 
 
 def _end_one(ctxt, reportclient, instance, node, fenced_host):

@@ -128,8 +128,6 @@ class Rehoming:
         self._servicegroup = None
         # host: (its report, the ring, until when) once nothing of it is to move here
         self._settled = {}
-        # host: (its report, the nodes whose allocations were read for builds queued to it)
-        self._builds_read = {}
 
     def _count(self, outcome):
         self.counts[outcome] += 1
@@ -154,10 +152,11 @@ class Rehoming:
         members = self.ring.members()
         if not members or not self._have_service_record(ctxt):
             return
+        self.ring.forget_taken_from(members)
         hashring = self.ring.ring_of(members)
         now = time.monotonic()
         for host, report in self._fenced(ctxt, members).items():
-            self._end_queued_builds(ctxt, host, report, members)
+            self._end_queued_builds(ctxt, host)
             # A dead service's record and the ring stand still: what had nothing of
             # ours once has nothing until one of them changes (its instances are not
             # loaded again every round by every survivor); what was refused, until
@@ -171,21 +170,12 @@ class Rehoming:
                 self._settled[host] = (key, float("inf") if left == "nothing"
                                        else now + RECHECK_REFUSED_S)
 
-    def _end_queued_builds(self, ctxt, host, report, members):
-        """End the builds cast to the fenced ``host`` that it never took, on the free
-        nodes this service took over from it (``queued_builds``); each node's
-        allocations are read once a death (``report``: its last report)."""
-        if self.manager is None:
-            return  # nova's tests load the driver without a manager
-        read_for, read = self._builds_read.get(host, (None, set()))
-        if read_for != report:
-            read = set()
-        nodes = rehoming.inherited_nodes(set(self.ring.driver.node_cache) - read, host,
-                                         members, self.ring.ring_of)
-        if nodes:
-            read |= queued_builds.end(ctxt, self.manager().reportclient, host, report[1],
-                                      nodes)
-        self._builds_read[host] = (report, read)
+    def _end_queued_builds(self, ctxt, host):
+        """End the builds cast to the fenced ``host`` that it never took, booked on the
+        free nodes this service took over from it (``queued_builds``)."""
+        booked = self.ring.booked_for(host)
+        if booked and self.manager is not None:
+            queued_builds.end(ctxt, self.manager().reportclient, host, booked)
 
     @staticmethod
     def _have_service_record(ctxt):

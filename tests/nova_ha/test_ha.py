@@ -243,6 +243,8 @@ def ours_facts(cloud, made):
     print(f"\nours, a service killed during a deploy: {facts['deploy']}")
     facts["paused_deploy"] = paused_during_deploy(cloud, made)
     print(f"\nours, a service paused during a deploy: {facts['paused_deploy']}")
+    facts["queued"] = build_queued_to_the_dead(cloud, made)
+    print(f"\nours, a build queued to a service that died: {facts['queued']}")
     facts["anti_affinity"] = facts_anti
     facts["replacement"] = replacement_host(cloud, made, facts["servers"])
     print(f"\nours, every service killed, a new host: {facts['replacement']}")
@@ -263,6 +265,7 @@ def ours_facts(cloud, made):
         ports_deallocated_on_moved=facts["pause"]["ports_deallocated_on_moved"],
         builds_stuck=facts["deploy"]["builds_stuck"], deploy=dict(facts["deploy"]),
         spawns_lost=facts["paused_deploy"]["spawns_lost"],
+        queued_builds_stuck=facts["queued"]["queued_builds_stuck"], queued=dict(facts["queued"]),
         paused_deploy=dict(facts["paused_deploy"]),
         antiaffinity_builds_failed=facts_anti["failed"], anti_affinity=dict(facts_anti),
         foreign_services_forced_down=foreign_forced_down(cloud),
@@ -630,6 +633,57 @@ def paused_during_deploy(cloud, made):
     return facts
 
 
+def build_queued_to_the_dead(cloud, made):
+    """A build cast to a service that dies before it takes it: the service is paused
+    (SIGSTOP; nova still sees it up, so the scheduler books its node and casts the build
+    to it), then killed.  nova's start-up would end such a build; the survivor that takes
+    the node over ends it once the service is fenced: ERROR with a fault, its allocation
+    given back, the node offered again.  The service then comes back and finds the
+    build's message in its queue: it drops it (the server stays in ERROR, its node is
+    never deployed)."""
+    offered = sorted(cloud.offered(made))
+    node = next(n for n in offered if cloud.home(n) in made.hosts)
+    victim = cloud.home(node)
+    service = cloud.stack.service(f"nova-compute-{victim}")
+    service.signal(signal.SIGSTOP)
+    try:
+        server = cloud.nova.boot("ha-queued", made.flavor, host=victim, node=node)
+        wait_for(lambda: cloud.placement.allocations(server), 60,
+                 "the build's allocation on the paused service's node")
+    finally:
+        made.kill(cloud.stack, victim)
+    facts = {"host": victim}
+    try:
+        found = wait_until(lambda: cloud.nova.server(server),
+                           lambda found: found["status"] != "BUILD",
+                           FENCED_AFTER_KILL + 3 * ha.PERIODIC + 60, "the server out of BUILD")
+    except AssertionError:
+        found = cloud.nova.server(server)
+    facts.update(status=found["status"], fault=(found.get("fault") or {}).get("message", ""),
+                 allocations_left=len(cloud.placement.allocations(server) or {}))
+    try:
+        wait_for(lambda: node in cloud.offered(made), 3 * ha.PERIODIC + 30,
+                 "the node offered again")
+        facts["node_offered"] = True
+    except AssertionError:
+        facts["node_offered"] = False
+    made.start(cloud.stack, victim)
+    wait_for(lambda: cloud.nova.compute_up(victim), 120, f"{victim} up again")
+    time.sleep(2 * ha.PERIODIC)  # its queue is read, its periodics run
+    facts.update(status_after_return=cloud.nova.server(server)["status"],
+                 node_instance_after_return=made.ironic.get(node)["instance_uuid"],
+                 dropped_logged=made.since(victim).count("no longer building"))
+    facts["queued_builds_stuck"] = int(
+        facts["status"] != "ERROR" or facts["allocations_left"] > 0
+        or not facts["node_offered"] or facts["status_after_return"] != "ERROR"
+        or facts["node_instance_after_return"] is not None)
+    cloud.nova.delete(server)
+    cloud.nova.wait_gone(server)
+    wait_for(lambda: cloud.offered(made) == set(made.nodes), 3 * ha.PERIODIC + 120,
+             "every node offered again")
+    return facts
+
+
 def anti_affinity(cloud, made):
     """``[rp_reporter] full_pass_every`` 10: after two quiet periodics, two servers booted
     into a hard anti-affinity group.  nova's group policy check on the compute asks the
@@ -900,6 +954,14 @@ def test_a_service_paused_during_a_deploy_fences_itself_when_it_resumes(ours):
     assert paused["staged"] and paused["status"] == "ERROR", paused
     assert paused["self_fenced"] >= 1, paused
     assert paused["spawns_lost"] == 0, paused
+
+
+def test_a_build_queued_to_a_service_that_died_ends_in_error_and_frees_its_node(ours):
+    """As nova's start-up ends it, by the survivor that took the node over: ERROR with a
+    fault, no allocation left, the node offered again; the service back drops it."""
+    queued = ours["queued"]
+    assert queued["status"] == "ERROR" and "which was fenced" in queued["fault"], queued
+    assert queued["queued_builds_stuck"] == 0, queued
 
 
 def test_a_service_of_no_group_down_in_the_same_cell_is_never_forced_down(stock, ours):

@@ -13,7 +13,6 @@
 """rp_reporter.rehoming: who is fenced, which nodes a survivor moves, and which builds
 queued to a fenced service it ends (pure)."""
 
-import datetime
 import types
 
 from tooz import hashring
@@ -76,28 +75,23 @@ def test_a_driver_refuses_a_server_homed_elsewhere_or_while_forced_down():
     assert "forced down" in rehoming.refusal("compute-a", "compute-a", True)
 
 
-def test_the_nodes_taken_over_from_a_fenced_service_are_those_its_ring_gave_it():
+def test_the_nodes_taken_over_from_a_service_that_left_name_it():
     def ring_of(members):
         return hashring.HashRing(sorted(members))
     nodes = [f"node-{i}" for i in range(60)]
-    with_dead = ring_of({"compute-1", "compute-2", "compute-dead"})
-    mine_now = [n for n in nodes if "compute-1" in ring_of({"compute-1", "compute-2"})
-                .get_nodes(n.encode())]
-    inherited = rehoming.inherited_nodes(mine_now, "Compute-Dead", {"compute-1", "compute-2"},
-                                         ring_of)
-    assert inherited and set(inherited) < set(mine_now)
-    assert all("compute-dead" in with_dead.get_nodes(n.encode()) for n in inherited)
-    assert not any("compute-dead" in with_dead.get_nodes(n.encode())
-                   for n in set(mine_now) - set(inherited))
+    before, now = {"compute-1", "compute-2", "compute-dead"}, {"Compute-1", "compute-2"}
+    mine_now = {n for n in nodes if "compute-1" in ring_of({m.lower() for m in now})
+                .get_nodes(n.encode())}
+    mine_before = {n for n in nodes if "compute-1" in ring_of(before).get_nodes(n.encode())}
+    taken = rehoming.taken_from_the_departed(mine_now - mine_before, before, now, ring_of)
+    assert taken and set(taken.values()) == {"compute-dead"}
+    assert set(taken) == mine_now - mine_before  # all of them: compute-2 kept its own
+    assert rehoming.taken_from_the_departed(mine_now, None, now, ring_of) == {}  # a start
+    joined = rehoming.taken_from_the_departed(mine_now, now, now | {"compute-3"}, ring_of)
+    assert joined == {}  # a rebalance among live members: nobody left
 
 
-def test_a_queued_build_is_one_no_service_took_asked_before_the_last_report():
-    last = datetime.datetime(2026, 11, 29, 4, 0, tzinfo=datetime.timezone.utc)
-    second = datetime.timedelta(seconds=1)
-
-    def build(host=None, created_at=last - second):
-        return types.SimpleNamespace(host=host, created_at=created_at)
-    queued, taken, since, unknown = (build(), build(host="compute-1"),
-                                     build(created_at=last + second), build(created_at=None))
-    assert rehoming.queued_builds([queued, taken, since, unknown], last) == [queued]
-    assert rehoming.queued_builds([queued], None) == []  # a service that never reported
+def test_a_queued_build_is_one_no_service_took():
+    queued, taken = (types.SimpleNamespace(host=None),
+                     types.SimpleNamespace(host="compute-1"))
+    assert rehoming.queued_builds([queued, taken]) == [queued]

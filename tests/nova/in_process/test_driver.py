@@ -461,32 +461,64 @@ def test_a_service_back_while_its_nodes_were_read_is_never_forced_down(
     assert cell.moves[0] == ("forced down", "compute-dead")
 
 
-def test_builds_queued_to_a_fenced_service_are_looked_for_on_the_nodes_taken_from_it(
+def test_builds_queued_to_a_fenced_service_are_those_booked_on_nodes_taken_from_it(
         nova_config, monkeypatch):
-    """Each round, the free nodes this service took over from a fenced one (its ring with
-    the fenced service) not yet read for its death; a new death reads them again."""
+    """The free nodes this service claims when a member leaves: what is booked on each
+    as nova's resource tracker first looks at it here (before it moves the record, and
+    so before the scheduler casts a build here) was cast to the member that left; once
+    that one is fenced, its builds that no service took are ended, once."""
+    CONF.set_override("host", HOSTS[0])
     cell = Cell(monkeypatch, {HOSTS[0]: (False, 1), "compute-dead": (False, 3)}, {})
     job = rehoming_job({HOSTS[0], HOSTS[1]}, NodeLookup({}), down=["compute-dead"])
-    job.manager = lambda: types.SimpleNamespace(reportclient="nova's report client")
-    nodes = [str(uuid.uuid4()) for _ in range(30)]
-    job.ring.driver.node_cache = dict.fromkeys(nodes[:20])
-    asked = []
-    monkeypatch.setattr(queued_builds, "end", lambda ctxt, client, host, last, read: (
-        asked.append((client, host, sorted(read))) or set(read)))
-    job.run_once(nova_context.get_admin_context())
-    inherited = rehoming.inherited_nodes(nodes[:20], "compute-dead", {HOSTS[0], HOSTS[1]},
-                                         job.ring.ring_of)
-    assert inherited and asked == [("nova's report client", "compute-dead", inherited)]
-    job.run_once(nova_context.get_admin_context())
-    assert len(asked) == 1  # read once for this death
-    job.ring.driver.node_cache = dict.fromkeys(nodes)  # more taken over since
-    job.run_once(nova_context.get_admin_context())
-    assert asked[1][2] == sorted(set(rehoming.inherited_nodes(
-        nodes, "compute-dead", {HOSTS[0], HOSTS[1]}, job.ring.ring_of)) - set(inherited))
-    cell.services["compute-dead"] = (False, 4)  # it came back, and died again
-    job.watch = rehoming.ReportWatch(0)
-    job.run_once(nova_context.get_admin_context())
-    assert len(asked[-1][2]) > len(asked[1][2])
+    ring = job.ring
+    ring.self_fence = object()  # servers move between these services
+    nodes = [str(uuid.uuid4()) for _ in range(40)]
+    before, now = {HOSTS[0], HOSTS[1], "compute-dead"}, {HOSTS[0], HOSTS[1]}
+    mine_before = {n for n in nodes if HOSTS[0] in ring.ring_of(before).get_nodes(n.encode())}
+    mine_now = {n for n in nodes if HOSTS[0] in ring.ring_of(now).get_nodes(n.encode())}
+    taken = sorted(mine_now - mine_before)
+    assert taken
+    booked = {taken[0]: {"queued-build": {}}}
+    reads = []
+
+    class ReportClient:
+        update_from_provider_tree = invalidate_resource_provider = staticmethod(
+            lambda *args, **kwargs: None)  # the driver's provider cache's guard
+
+        @staticmethod
+        def get_allocations_for_resource_provider(ctxt, node):
+            reads.append(node)
+            return types.SimpleNamespace(allocations=dict(booked.get(node, {})))
+    ring.driver.virtapi = types.SimpleNamespace(
+        _compute=types.SimpleNamespace(reportclient=ReportClient()))
+    job.manager = lambda: ring.driver.virtapi._compute
+    ended = []
+    monkeypatch.setattr(queued_builds, "end", lambda ctxt, client, host, found: ended.append(
+        (host, found)))
+    try:
+        ring.now_managing(mine_before, "the start")
+        ring.ring_members, ring._members_before = now, before  # compute-dead left
+        ring.now_managing(mine_now, "nova's node refresh")
+        assert set(ring.taken_from) == set(taken)
+        for node in sorted(mine_now):
+            ring.first_look(node)
+        ring.first_look(taken[0])  # read once: later bookings are this service's builds
+        assert sorted(reads) == taken
+        job.run_once(nova_context.get_admin_context())
+        assert ended == [("compute-dead", {taken[0]: {"queued-build"}, **{
+            node: set() for node in taken[1:]}})]
+        job.run_once(nova_context.get_admin_context())
+        assert len(ended) == 1 and ring.taken_from == {}
+        # A member back in the group takes its own queued builds: nothing is ended.
+        ring._managed = set(mine_before)
+        ring.now_managing(mine_now, "nova's node refresh")
+        ring.ring_members = {*now, "compute-dead"}
+        job.ring.members = lambda: {*now, "compute-dead"}
+        job.run_once(nova_context.get_admin_context())
+        assert len(ended) == 1 and ring.taken_from == {}
+        assert cell.moves == []
+    finally:
+        CONF.clear_override("host")
 
 
 def test_one_nodes_error_is_its_own_and_the_others_move(nova_config, monkeypatch):

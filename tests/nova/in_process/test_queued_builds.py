@@ -15,8 +15,6 @@ cell database (nova's test fixture: the real schema on sqlite), through nova's r
 Instance objects and their compare-and-swap save; Placement's allocations as nova's
 report client answers them."""
 
-import datetime
-import time
 import uuid
 
 import nova.conf
@@ -27,7 +25,6 @@ from nova.compute import task_states
 from nova.compute import vm_states
 from nova.scheduler.client import report
 from nova.tests import fixtures as nova_fixtures
-from oslo_utils import timeutils
 
 from rp_reporter.nova_compute import guard
 from rp_reporter.nova_compute import metrics as driver_metrics
@@ -82,27 +79,25 @@ def test_a_build_cast_to_a_fenced_service_it_never_took_ends_and_gives_its_node_
     queued = a_server(ctxt)  # cast to the fenced service, never taken
     taken = a_server(ctxt, task_state=task_states.SPAWNING, host="compute-a")
     active = a_server(ctxt, vm_state=vm_states.ACTIVE, task_state=None, host="compute-a")
-    last_report = timeutils.utcnow(with_timezone=True)
-    time.sleep(0.01)
-    since = a_server(ctxt)  # asked after the service's last report: the node's new owner's
-    nodes = [str(uuid.uuid4()) for _ in range(5)]
+    nodes = [str(uuid.uuid4()) for _ in range(4)]
     allocations = {nodes[0]: {queued.uuid: {}}, nodes[1]: {taken.uuid: {}},
-                   nodes[2]: {active.uuid: {}}, nodes[3]: {since.uuid: {}}}
-    client = ReportClient(allocations, failing=[nodes[4]])
-    read = queued_builds.end(ctxt, client, FENCED, last_report, nodes)
-    assert read == set(nodes[:4])  # the failed read is tried again at the next round
+                   nodes[2]: {active.uuid: {}}}
+    client = ReportClient(allocations, failing=[nodes[3]])
+    booked = {node: queued_builds.booked_on(ctxt, client, node) for node in nodes}
+    assert booked[nodes[3]] == set()  # Placement failed: nothing looked for there
+    queued_builds.end(ctxt, client, FENCED, booked)
     assert client.deleted == [queued.uuid]
     found = objects.Instance.get_by_uuid(ctxt, queued.uuid)
     assert (found.vm_state, found.task_state, found.host) == (vm_states.ERROR, None, None)
     fault = objects.InstanceFault.get_latest_for_instance(ctxt, queued.uuid)
     assert f"cast to compute service {FENCED}, which was fenced" in fault.message
-    for untouched in (taken, active, since):
+    for untouched in (taken, active):
         again = objects.Instance.get_by_uuid(ctxt, untouched.uuid)
         assert (again.vm_state, again.task_state) == (untouched.vm_state,
                                                       untouched.task_state)
     # The fenced service comes back and finds the build's message in its queue: the
     # build handler drops it (nova's own would set the server building again).
-    assert not guard.still_building(queued) and guard.still_building(since)
+    assert not guard.still_building(queued) and guard.still_building(a_server(ctxt))
 
 
 def test_a_build_taken_meanwhile_is_left_as_it_is(cell, monkeypatch):
@@ -121,9 +116,7 @@ def test_a_build_taken_meanwhile_is_left_as_it_is(cell, monkeypatch):
         row.save()
         return found
     monkeypatch.setattr(objects.InstanceList, "get_by_filters", taken_meanwhile)
-    queued_builds.end(ctxt, client, FENCED,
-                      timeutils.utcnow(with_timezone=True) + datetime.timedelta(seconds=1),
-                      [node])
+    queued_builds.end(ctxt, client, FENCED, {node: {queued.uuid}})
     assert client.deleted == []
     again = objects.Instance.get_by_uuid(ctxt, queued.uuid)
     assert (again.vm_state, again.task_state) == (vm_states.BUILDING, task_states.SPAWNING)
