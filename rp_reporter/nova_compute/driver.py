@@ -17,11 +17,13 @@ import inspect
 import logging
 import sys
 
+from nova import context as nova_context
 from nova import exception as nova_exception
 from nova.virt.ironic import driver as ironic_driver
 from oslo_config import cfg
 
 from rp_reporter import problems as rp_problems
+from rp_reporter.nova_compute import claim
 from rp_reporter.nova_compute import content
 from rp_reporter.nova_compute import coordinated_ring
 from rp_reporter.nova_compute import guard
@@ -101,6 +103,7 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
                     self._ring, lambda: self.ironic_connection, self._problems,
                     self._metrics, manager=manager and (lambda: manager)).start()
                 self._self_fence = self._ring.fence_itself()
+                claim.give_back(nova_context.get_admin_context(), CONF.host)
                 if manager is not None:
                     guard.guard_manager(manager, self._ring.membership, self._metrics,
                                         self._self_fence)

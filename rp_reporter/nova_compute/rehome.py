@@ -62,28 +62,27 @@ from nova import context as nova_context
 from nova import exception
 from nova import objects
 from nova import servicegroup
-from nova.compute import task_states
 from openstack import exceptions as sdk_exc
 from oslo_config import cfg
 from oslo_utils import uuidutils
 
 from rp_reporter import rehoming
+from rp_reporter.nova_compute import claim
 from rp_reporter.nova_compute import queued_builds
 from rp_reporter.nova_compute import recovery
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
 ACTION = "rp-reporter-rehome"
-# A mover's claim on a server, for the few milliseconds of a move: nova's own task state
-# for a server moving between hosts (nova's notifications accept only its own), the
-# mover and the task state it found in the server's system metadata.
-CLAIM_STATE = task_states.MIGRATING
-CLAIM_KEY = "rp_reporter_rehoming"
-# An earlier release's claim, a task state of its own: finished like a dead mover's.
-OLD_CLAIM = "rp-reporter-rehoming-"
 # A fenced service whose every server was refused (out of this service's scope) is
 # looked at again after this long, or as soon as its record or the ring changes.
 RECHECK_REFUSED_S = 300
+# What is left of a move once the server is homed here, in order: each step idempotent
+# (the action's is recorded once: a step done leaves the list); the last is nova's
+# start-up handling of the server (``recovery``), tried START_UP_ATTEMPTS times.
+START_UP = "nova's start-up handling"
+AFTER_THE_MOVE = ("action", "compute node record", START_UP)
+START_UP_ATTEMPTS = 3
 # A test's hook, not an option: seconds between a move's instance step and its compute
 # node step, so a test can kill the mover half-way.
 STEP_PAUSE = float(os.environ.get("RP_REPORTER_TEST_REHOME_STEP_PAUSE", "0"))
@@ -95,17 +94,6 @@ def service_record(ctxt, host):
         return objects.Service.get_by_compute_host(ctxt, host)
     except exception.ComputeHostNotFound:
         return None
-
-
-def claim_of(instance):
-    """(mover, task state it found) of a claim on ``instance``, or None."""
-    if instance.task_state and instance.task_state.startswith(OLD_CLAIM):
-        return instance.task_state[len(OLD_CLAIM):], None
-    found = (instance.system_metadata or {}).get(CLAIM_KEY)
-    if instance.task_state != CLAIM_STATE or not found:
-        return None
-    mover, _, state = found.partition(" ")
-    return mover, (state or None)
 
 
 class Rehoming:
@@ -128,6 +116,8 @@ class Rehoming:
         self._servicegroup = None
         # host: (its report, the ring, until when) once nothing of it is to move here
         self._settled = {}
+        # node: [instance, fenced host, the steps left of its move, start-up attempts]
+        self._unfinished = {}
 
     def _count(self, outcome):
         self.counts[outcome] += 1
@@ -153,6 +143,7 @@ class Rehoming:
         if not members or not self._have_service_record(ctxt):
             return
         self.ring.forget_taken_from(members)
+        self._finish_unfinished(ctxt)
         hashring = self.ring.ring_of(members)
         now = time.monotonic()
         for host, report in self._fenced(ctxt, members).items():
@@ -283,13 +274,15 @@ class Rehoming:
                 return  # another member moves it (or this one is fenced): not ours now
             instance = objects.Instance.get_by_uuid(ctxt, instance.uuid,
                                                     expected_attrs=["system_metadata"])
-            if instance.host != fenced_host or fenced_host.lower() in self.ring.members():
+            # the backend's members now, not the last renewal's: a fenced service that
+            # came back gives back a claim at its start (``claim.give_back``)
+            members = self.ring.members_now()
+            if instance.host != fenced_host or members is None or fenced_host.lower() in members:
                 return  # moved already, or its service came back: nothing to do
             LOG.warning("node %s: re-homing instance %s from fenced compute service %s to "
                         "%s", node, instance.uuid, fenced_host, CONF.host)
             try:
-                moved = self._move_instance(ctxt, instance, fenced_host,
-                                            self.ring.members())
+                moved = self._move_instance(ctxt, instance, fenced_host, members)
             except exception.UnexpectedTaskStateError as e:
                 moved = False
                 LOG.warning("node %s: instance %s changed under the move (%s): another "
@@ -298,21 +291,55 @@ class Rehoming:
             if not moved:
                 self._count("lost")
                 return
-            time.sleep(STEP_PAUSE)
-            self._move_compute_node(ctxt, node)
             self._count("moved")
-            LOG.warning("node %s: re-homed to %s (instance %s, compute node record)", node,
-                        CONF.host, instance.uuid)
-        # Out of the lock: a delete or a reboot takes Ironic seconds, and the server is
-        # this service's now (nothing of the move is left to redo, so a failure here is
-        # logged as nova logs one at its start-up, and the server is as nova left it).
-        if self.manager is not None:
+            # The server is this service's from here: what is left of the move is this
+            # service's to finish, here or at the next rounds (a restart finishes it
+            # too: nova's start-up takes the record over and runs _init_instance).
+            self._unfinished[node] = [instance.uuid, fenced_host, list(AFTER_THE_MOVE), 0]
+        self._finish(ctxt, node)
+
+    def _finish_unfinished(self, ctxt):
+        for node in list(self._unfinished):
+            self._finish(ctxt, node)
+
+    def _finish(self, ctxt, node):
+        """The steps left of the move of ``node``'s server, in order; one that fails is
+        tried again at the next round (nova's start-up handling, at most
+        START_UP_ATTEMPTS times: nova runs it once at a restart)."""
+        uuid, fenced_host, steps, attempts = self._unfinished[node]
+        while steps:
+            step = steps[0]
             try:
-                recovery.recover(self.manager(), ctxt, instance, fenced_host)
-            except Exception:  # noqa: BLE001 - the move is done; the job goes on
+                if step == "action":
+                    self._record_action(ctxt, uuid)
+                elif step == "compute node record":
+                    time.sleep(STEP_PAUSE)
+                    self._move_compute_node(ctxt, node)
+                    LOG.warning("node %s: re-homed to %s (instance %s, compute node "
+                                "record)", node, CONF.host, uuid)
+                elif self.manager is not None:
+                    self._unfinished[node][3] = attempts = attempts + 1
+                    recovery.recover(self.manager(), ctxt,
+                                     objects.Instance(uuid=uuid), fenced_host)
+            except Exception:  # noqa: BLE001 - the job goes on; tried again next round
                 self._count("failed")
-                LOG.exception("node %s: instance %s re-homed here; nova's start-up "
-                              "handling of it failed", node, instance.uuid)
+                LOG.exception("node %s: instance %s re-homed here; its move's step %r "
+                              "failed%s", node, uuid, step,
+                              "" if step == START_UP and attempts >= START_UP_ATTEMPTS
+                              else "; the next round tries it again")
+                if step != START_UP or attempts < START_UP_ATTEMPTS:
+                    return
+            steps.pop(0)
+        del self._unfinished[node]
+
+    @staticmethod
+    def _record_action(ctxt, uuid):
+        """An instance action per move (``openstack server event list``)."""
+        me = CONF.host
+        objects.InstanceAction.action_start(ctxt, uuid, ACTION, want_result=False)
+        objects.InstanceActionEvent.event_start(ctxt, uuid, ACTION, want_result=False,
+                                                host=me)
+        objects.InstanceActionEvent.event_finish(ctxt, uuid, ACTION, want_result=False)
 
     def _not_in_scope(self, node, instance):
         """Why this service must not take ``node``, or None: not an Ironic node of its
@@ -334,41 +361,8 @@ class Rehoming:
 
     @staticmethod
     def _move_instance(ctxt, instance, fenced_host, members=()):
-        """Step 4: whether the server moved here (False: another mover moved it first or
-        holds it).  nova's UnexpectedTaskStateError: another mover, or nova, changed it
-        meanwhile.  ``members``: the live members (a claim of one of them is its)."""
-        me = CONF.host
-        claim = claim_of(instance)
-        if claim is not None:  # a mover's claim: its own, or one left by a mover that died
-            mover, found = claim
-            if mover.lower() != me.lower() and mover.lower() in members:
-                return False  # a live mover is moving it
-            LOG.warning("instance %s: finishing the move claimed by %s", instance.uuid, mover)
-        else:
-            found = instance.task_state
-            instance.task_state = CLAIM_STATE
-            instance.system_metadata[CLAIM_KEY] = f"{me} {found or ''}".strip()
-            instance.save(expected_task_state=[found])
-            instance = objects.Instance.get_by_uuid(ctxt, instance.uuid,
-                                                    expected_attrs=["system_metadata"])
-            if instance.host != fenced_host or claim_of(instance) != (me, found):
-                if instance.host != fenced_host:  # moved before the claim: give it back
-                    instance.task_state = found
-                    instance.system_metadata.pop(CLAIM_KEY, None)
-                    instance.save(expected_task_state=[CLAIM_STATE])
-                return False
-        claimed_as = instance.task_state
-        instance.task_state = found
-        instance.system_metadata.pop(CLAIM_KEY, None)
-        instance.host = me
-        instance.save(expected_task_state=[claimed_as])
-        # Recorded once the move is made: one action per move, none for a lost one.
-        objects.InstanceAction.action_start(ctxt, instance.uuid, ACTION, want_result=False)
-        objects.InstanceActionEvent.event_start(ctxt, instance.uuid, ACTION,
-                                                want_result=False, host=me)
-        objects.InstanceActionEvent.event_finish(ctxt, instance.uuid, ACTION,
-                                                 want_result=False)
-        return True
+        """Step 4 (``claim.move_instance``)."""
+        return claim.move_instance(ctxt, instance, fenced_host, members)
 
     @staticmethod
     def _move_compute_node(ctxt, node):

@@ -50,6 +50,7 @@ from rp_reporter import rehoming
 from rp_reporter.nova_compute import guard
 from rp_reporter.nova_compute import periodic
 from rp_reporter.nova_compute import queued_builds
+from rp_reporter.nova_compute import recovery
 from rp_reporter.nova_compute import rehome
 from rp_reporter.sync import plan as planner
 from tools import clients
@@ -350,6 +351,8 @@ class Cell:
                 ("instance", instance.uuid)) or setattr(instance, "host", CONF.host) or True))
         monkeypatch.setattr(rehome.Rehoming, "_move_compute_node", staticmethod(
             lambda ctxt, node: self.moves.append(("compute node", node))))
+        monkeypatch.setattr(rehome.Rehoming, "_record_action", staticmethod(
+            lambda ctxt, uuid: None))
 
     def all(self):
         return [i for held in self.instances.values() for i in held]
@@ -521,6 +524,42 @@ def test_builds_queued_to_a_fenced_service_are_those_booked_on_nodes_taken_from_
         CONF.clear_override("host")
 
 
+def test_a_step_that_fails_after_the_server_moved_is_finished_by_its_mover(
+        nova_config, monkeypatch):
+    """The server homed here, then the compute node record's write fails (nova-conductor
+    restarting): the server is no longer on the fenced service, so no round would find
+    it there again; its mover finishes the steps left at its next rounds, in order, and
+    nova's start-up handling of the server runs once they are done."""
+    node = str(uuid.uuid4())
+    instance = an_instance("compute-dead", node)
+    cell = Cell(monkeypatch, {HOSTS[0]: (False, 1), "compute-dead": (False, 3)},
+                {"compute-dead": [instance]})
+    job = rehoming_job({HOSTS[0]}, NodeLookup({node: instance.uuid}), down=["compute-dead"])
+    failing = [RuntimeError("nova-conductor: MessagingTimeout")]
+    written = rehome.Rehoming._move_compute_node
+
+    def compute_node(ctxt, node):
+        if failing:
+            raise failing.pop()
+        written(ctxt, node)
+    monkeypatch.setattr(rehome.Rehoming, "_move_compute_node", staticmethod(compute_node))
+    recovered = []
+    monkeypatch.setattr(recovery, "recover", lambda manager, ctxt, found, fenced: (
+        recovered.append((found.uuid, fenced))))
+    job.manager = lambda: "nova's manager"
+    CONF.set_override("host", HOSTS[0])
+    try:
+        job.run_once(nova_context.get_admin_context())
+        assert cell.moves[-1] == ("instance", instance.uuid) and recovered == []
+        assert job.counts["failed"] == 1
+        job.run_once(nova_context.get_admin_context())
+    finally:
+        CONF.clear_override("host")
+    assert cell.moves[-1] == ("compute node", node)
+    assert recovered == [(instance.uuid, "compute-dead")]
+    assert job._unfinished == {} and job.counts["moved"] == 1
+
+
 def test_one_nodes_error_is_its_own_and_the_others_move(nova_config, monkeypatch):
     nodes = sorted(str(uuid.uuid4()) for _ in range(3))
     instances = {"compute-dead": [an_instance("compute-dead", n) for n in nodes]}
@@ -604,11 +643,14 @@ class Row:
 
 
 def move_as(host, instance, fenced_host="compute-dead"):
-    """The instance step of a move, by the mover on ``host``."""
+    """The instance step of a move, by the mover on ``host``, and its action once moved."""
     CONF.set_override("host", host)
+    ctxt = nova_context.get_admin_context()
     try:
-        return rehome.Rehoming._move_instance(nova_context.get_admin_context(), instance,
-                                              fenced_host)
+        moved = rehome.Rehoming._move_instance(ctxt, instance, fenced_host)
+        if moved:
+            rehome.Rehoming._record_action(ctxt, instance.uuid)
+        return moved
     finally:
         CONF.clear_override("host")
 

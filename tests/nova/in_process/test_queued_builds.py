@@ -18,13 +18,10 @@ report client answers them."""
 import uuid
 
 import nova.conf
-import pytest
-from nova import context as nova_context
 from nova import objects
 from nova.compute import task_states
 from nova.compute import vm_states
 from nova.scheduler.client import report
-from nova.tests import fixtures as nova_fixtures
 
 from rp_reporter.nova_compute import guard
 from rp_reporter.nova_compute import metrics as driver_metrics
@@ -51,18 +48,6 @@ class ReportClient:
         self.deleted.append(consumer)
         for held in self.allocations.values():
             held.pop(consumer, None)
-
-
-@pytest.fixture
-def cell():
-    CONF([], project="nova")
-    CONF.set_override("connection", "sqlite://", group="database")
-    objects.register_all()
-    database = nova_fixtures.Database(database="main")
-    database.setUp()
-    yield nova_context.get_admin_context()
-    database.cleanUp()
-    CONF.reset()
 
 
 def a_server(ctxt, vm_state=vm_states.BUILDING, task_state=task_states.SCHEDULING,

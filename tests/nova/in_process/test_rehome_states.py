@@ -29,6 +29,7 @@ from nova.compute import task_states
 from nova.compute import vm_states
 from nova.network import model as network_model
 
+from rp_reporter.nova_compute import claim
 from rp_reporter.nova_compute import coordinated_ring
 from rp_reporter.nova_compute import guard
 from rp_reporter.nova_compute import recovery
@@ -264,7 +265,7 @@ def test_a_claim_left_by_a_mover_that_died_is_finished_by_the_next_owner(
     server's again.  An earlier release's claim (a task state of its own) too."""
     row = Row(monkeypatch, an_instance("compute-dead", str(uuid.uuid4())))
     row.values.update(task_state=task_states.MIGRATING,
-                      system_metadata={rehome.CLAIM_KEY: "compute-mover rebooting_hard"})
+                      system_metadata={claim.CLAIM_KEY: "compute-mover rebooting_hard"})
     CONF.set_override("host", HOSTS[0])
     try:
         assert rehome.Rehoming._move_instance(
