@@ -33,9 +33,11 @@ or orphans a node.  Its parts:
 * ``periodic`` (``full_pass_every`` above 1): which nodes nova's resource-tracker
   periodic goes over, ``rp_reporter.tracker_passes``'s decision;
 * ``rehome``: the job that moves a fenced service's servers to live members, with
-  ``recovery`` (nova's start-up handling of each moved server) and ``group_record``
-  (who was ever a member, whom a mover forced down); ``guard``, which drops a
-  request, or refuses an operation, for a server no longer homed here;
+  ``claim`` (a mover's claim on a server), ``recovery`` (nova's start-up handling of
+  each moved server), ``queued_builds`` (builds a fenced service never took, ended)
+  and ``group_record`` (who was ever a member, whom a mover forced down); ``guard``,
+  which drops a request, or refuses an operation, for a server no longer homed here;
+  ``self_fence``: a service that may have been fenced restarts before it acts;
 * ``options``: ``[rp_reporter]`` in nova.conf.
 
 nova (31 to 34) loads ``compute_driver`` only from ``nova.virt`` (``'nova.virt.%s' %
