@@ -543,35 +543,52 @@ def killed_during_deploy(cloud, made):
     nova's _init_instance ends a build its service died in (never BUILD for ever: nova's
     instance_build_timeout is 0 by default); deleted through its new home, its node is
     cleaned.  Then the service comes back."""
-    offered = sorted(cloud.offered(made))
-    node = next(n for n in offered if cloud.home(n) in made.hosts)
-    victim = cloud.home(node)
-    server = cloud.nova.boot("ha-deploying", made.flavor, host=victim, node=node)
-    seen = wait_until(lambda: cloud.nova.server(server), lambda found: (
-        found["OS-EXT-STS:task_state"] == "spawning" or found["status"] != "BUILD"), 120,
-        "the server spawning", interval=0.1)
-    facts = {"host": victim, "staged": seen["status"] == "BUILD"}
+    server, node, victim, staged = deploying(cloud, made, "ha-deploying")
+    facts = {"host": victim, "staged": staged}
     made.kill(cloud.stack, victim)
-    try:
-        found = wait_until(lambda: cloud.nova.server(server),
-                           lambda found: found["status"] != "BUILD",
-                           FENCED_AFTER_KILL + 3 * ha.PERIODIC + 60, "the server out of BUILD")
-    except AssertionError:
-        found = cloud.nova.server(server)
+    found = out_of_build(cloud, server)
     facts.update(status=found["status"], moved_to=found["OS-EXT-SRV-ATTR:host"],
                  fault=(found.get("fault") or {}).get("message", ""),
                  builds_stuck=int(found["status"] == "BUILD"))
     made.start(cloud.stack, victim)
     wait_for(lambda: cloud.nova.compute_up(victim), 120, f"{victim} up again")
+    facts["node_cleaned"] = deleted_and_freed(cloud, made, server, node)
+    return facts
+
+
+def deploying(cloud, made, name):
+    """A server booted on a free node and caught deploying (nova's ``spawning``):
+    (server, node, the node's service, whether it was still building when caught)."""
+    offered = sorted(cloud.offered(made))
+    node = next(n for n in offered if cloud.home(n) in made.hosts)
+    victim = cloud.home(node)
+    server = cloud.nova.boot(name, made.flavor, host=victim, node=node)
+    seen = wait_until(lambda: cloud.nova.server(server), lambda found: (
+        found["OS-EXT-STS:task_state"] == "spawning" or found["status"] != "BUILD"), 120,
+        "the server spawning", interval=0.1)
+    return server, node, victim, seen["status"] == "BUILD"
+
+
+def out_of_build(cloud, server):
+    """The server once out of BUILD (a kill's fence and a move later), or as it is then."""
+    try:
+        return wait_until(lambda: cloud.nova.server(server),
+                          lambda found: found["status"] != "BUILD",
+                          FENCED_AFTER_KILL + 3 * ha.PERIODIC + 60, "the server out of BUILD")
+    except AssertionError:
+        return cloud.nova.server(server)
+
+
+def deleted_and_freed(cloud, made, server, node, timeout=60):
+    """Delete the server through nova's API: whether its node is then freed in Ironic."""
     cloud.nova.delete(server)
     cloud.nova.wait_gone(server)
     try:
-        wait_for(lambda: made.ironic.get(node)["instance_uuid"] is None, 60,
-                 "the errored server's node cleaned")
-        facts["node_cleaned"] = True
+        wait_for(lambda: made.ironic.get(node)["instance_uuid"] is None, timeout,
+                 "the errored server's node freed")
+        return True
     except AssertionError:
-        facts["node_cleaned"] = False
-    return facts
+        return False
 
 
 def paused_during_deploy(cloud, made):
@@ -583,22 +600,12 @@ def paused_during_deploy(cloud, made):
     resumed service would clear its host and node and deallocate its ports), and its
     delete through the new home frees the node in Ironic (the node the resumed service
     would otherwise have left deployed, owned by nothing)."""
-    offered = sorted(cloud.offered(made))
-    node = next(n for n in offered if cloud.home(n) in made.hosts)
-    victim = cloud.home(node)
-    server = cloud.nova.boot("ha-paused-deploying", made.flavor, host=victim, node=node)
-    seen = wait_until(lambda: cloud.nova.server(server), lambda found: (
-        found["OS-EXT-STS:task_state"] == "spawning" or found["status"] != "BUILD"), 120,
-        "the server spawning", interval=0.1)
+    server, node, victim, staged = deploying(cloud, made, "ha-paused-deploying")
     service = cloud.stack.service(f"nova-compute-{victim}")
     service.signal(signal.SIGSTOP)
-    facts = {"host": victim, "staged": seen["status"] == "BUILD"}
+    facts = {"host": victim, "staged": staged}
     try:
-        found = wait_until(lambda: cloud.nova.server(server),
-                           lambda found: found["status"] != "BUILD",
-                           FENCED_AFTER_KILL + 3 * ha.PERIODIC + 60, "the server out of BUILD")
-    except AssertionError:
-        found = cloud.nova.server(server)
+        found = out_of_build(cloud, server)
     finally:
         resumed_at = time.time()
         service.signal(signal.SIGCONT)
@@ -616,14 +623,7 @@ def paused_during_deploy(cloud, made):
                  host_after_resume=after.get("OS-EXT-SRV-ATTR:host"),
                  node_after_resume=after.get("OS-EXT-SRV-ATTR:hypervisor_hostname"),
                  status_after_resume=after.get("status"))
-    cloud.nova.delete(server)
-    cloud.nova.wait_gone(server)
-    try:
-        wait_for(lambda: made.ironic.get(node)["instance_uuid"] is None, 120,
-                 "the errored server's node freed")
-        facts["node_freed"] = True
-    except AssertionError:
-        facts["node_freed"] = False
+    facts["node_freed"] = deleted_and_freed(cloud, made, server, node, timeout=120)
     facts["node_state"] = made.ironic.get(node)["provision_state"]
     facts["spawns_lost"] = int(
         moved_to in (None, victim) or facts["host_after_resume"] != moved_to
@@ -653,12 +653,7 @@ def build_queued_to_the_dead(cloud, made):
     finally:
         made.kill(cloud.stack, victim)
     facts = {"host": victim}
-    try:
-        found = wait_until(lambda: cloud.nova.server(server),
-                           lambda found: found["status"] != "BUILD",
-                           FENCED_AFTER_KILL + 3 * ha.PERIODIC + 60, "the server out of BUILD")
-    except AssertionError:
-        found = cloud.nova.server(server)
+    found = out_of_build(cloud, server)
     facts.update(status=found["status"], fault=(found.get("fault") or {}).get("message", ""),
                  allocations_left=len(cloud.placement.allocations(server) or {}))
     try:
