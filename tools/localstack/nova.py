@@ -171,6 +171,11 @@ def compute_conf(stack, host, driver, shard, sections):
     empty: nova's ring over its live services), then ``sections`` over it (per key)."""
     conf = common_sections(stack, host)
     conf["DEFAULT"]["compute_driver"] = DRIVERS[driver]
+    # Ironic's own API server closes a kept-alive connection after 10 s idle, and a
+    # request reusing it just then fails before any answer (nova's build then aborts,
+    # "Failure prepping block device": once in a whole CI run); keystoneauth's retry of
+    # a failed connection, the same for stock nova's driver and ours.
+    conf["ironic"]["connect_retries"] = 2
     if shard:
         conf["ironic"]["shard"] = shard
     for section, values in sections.items():
