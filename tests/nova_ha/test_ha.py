@@ -625,11 +625,15 @@ def paused_during_deploy(cloud, made):
                  status_after_resume=after.get("status"))
     facts["node_freed"] = deleted_and_freed(cloud, made, server, node, timeout=120)
     facts["node_state"] = made.ironic.get(node)["provision_state"]
+    try:
+        wait_for(lambda: node in cloud.offered(made), 3 * ha.PERIODIC + 60,
+                 "the freed node offered again")
+        facts["node_offered"] = True
+    except AssertionError:
+        facts["node_offered"] = False
     facts["spawns_lost"] = int(
         moved_to in (None, victim) or facts["host_after_resume"] != moved_to
-        or not facts["node_freed"])
-    wait_for(lambda: cloud.offered(made) == set(made.nodes), 3 * ha.PERIODIC + 120,
-             "every node offered again")
+        or not facts["node_freed"] or not facts["node_offered"])
     return facts
 
 
@@ -654,14 +658,16 @@ def build_queued_to_the_dead(cloud, made):
         made.kill(cloud.stack, victim)
     facts = {"host": victim}
     found = out_of_build(cloud, server)
-    facts.update(status=found["status"], fault=(found.get("fault") or {}).get("message", ""),
-                 allocations_left=len(cloud.placement.allocations(server) or {}))
+    facts.update(status=found["status"], fault=(found.get("fault") or {}).get("message", ""))
     try:
         wait_for(lambda: node in cloud.offered(made), 3 * ha.PERIODIC + 30,
                  "the node offered again")
         facts["node_offered"] = True
     except AssertionError:
         facts["node_offered"] = False
+    # read once the node is offered: the server goes to ERROR a moment before its
+    # allocation is given back
+    facts["allocations_left"] = len(cloud.placement.allocations(server) or {})
     made.start(cloud.stack, victim)
     wait_for(lambda: cloud.nova.compute_up(victim), 120, f"{victim} up again")
     time.sleep(2 * ha.PERIODIC)  # its queue is read, its periodics run
@@ -674,8 +680,6 @@ def build_queued_to_the_dead(cloud, made):
         or facts["node_instance_after_return"] is not None)
     cloud.nova.delete(server)
     cloud.nova.wait_gone(server)
-    wait_for(lambda: cloud.offered(made) == set(made.nodes), 3 * ha.PERIODIC + 120,
-             "every node offered again")
     return facts
 
 
