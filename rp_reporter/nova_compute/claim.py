@@ -59,11 +59,8 @@ def give_back(ctxt, host):
         if claim is None:
             continue
         mover, found = claim
-        claimed_as = instance.task_state
-        instance.task_state = found
-        instance.system_metadata.pop(CLAIM_KEY, None)
         try:
-            instance.save(expected_task_state=[claimed_as])
+            _release(instance, found, claimed_as=instance.task_state)
         except exception.UnexpectedTaskStateError:
             continue  # the mover moved it meanwhile: it is no longer homed here
         LOG.warning("instance %s: the move claimed by %s never happened; this service is "
@@ -90,14 +87,19 @@ def move_instance(ctxt, instance, fenced_host, members=()):
                                                 expected_attrs=["system_metadata"])
         if instance.host != fenced_host or claim_of(instance) != (me, found):
             if instance.host != fenced_host:  # moved before the claim: give it back
-                instance.task_state = found
-                instance.system_metadata.pop(CLAIM_KEY, None)
-                instance.save(expected_task_state=[CLAIM_STATE])
+                _release(instance, found, claimed_as=CLAIM_STATE)
             return False
-    claimed_as = instance.task_state
+    _release(instance, found, claimed_as=instance.task_state, host=me)
+    return True
+
+
+def _release(instance, found, claimed_as, host=None):
+    """End the claim on ``instance`` by a compare-and-swap on its task state
+    ``claimed_as``: the task state the mover found is the server's again, and (a move)
+    its host is ``host``."""
     instance.task_state = found
     instance.system_metadata.pop(CLAIM_KEY, None)
-    instance.host = me
+    if host is not None:
+        instance.host = host
     instance.save(expected_task_state=[claimed_as])
-    return True
 

@@ -144,7 +144,8 @@ class CoordinatedRing:
         """Self-fencing (``self_fence``) from now on: the servers of a service fenced
         by the others move, so a lapse of this one's lease is checked before it acts."""
         group = self.join()
-        self.self_fence = self_fence.SelfFence(group, lambda: own_forced_down(CONF.host))
+        self.self_fence = self_fence.SelfFence(group, lambda: rehome.forced_down(
+            nova_context.get_admin_context(), CONF.host))
         return self.self_fence
 
     def members(self):
@@ -298,12 +299,6 @@ class CoordinatedRing:
                     or me in ring.get_nodes(uuid.encode()))
         self.driver.node_cache = {uuid: node for uuid, node in cache.items() if kept(uuid)}
         return kept
-
-
-def own_forced_down(host):
-    """Whether nova has compute service ``host`` forced down (its record, or none yet)."""
-    service = rehome.service_record(nova_context.get_admin_context(), host)
-    return service is not None and service.forced_down
 
 
 def novas_report_client(driver):

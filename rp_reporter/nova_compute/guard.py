@@ -80,8 +80,7 @@ def where(instance):
         homed_on = objects.Instance.get_by_uuid(ctxt, instance.uuid, expected_attrs=[]).host
     except exception.InstanceNotFound:
         return None
-    own = rehome.service_record(ctxt, CONF.host)  # none yet: a new service, nothing forced
-    return homed_on, own is not None and own.forced_down
+    return homed_on, rehome.forced_down(ctxt, CONF.host)
 
 
 def refusal(instance):

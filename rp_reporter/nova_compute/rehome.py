@@ -96,6 +96,13 @@ def service_record(ctxt, host):
         return None
 
 
+def forced_down(ctxt, host):
+    """Whether nova has compute service ``host`` forced down (none yet: a new service,
+    nothing forced)."""
+    service = service_record(ctxt, host)
+    return service is not None and service.forced_down
+
+
 class Rehoming:
     """The job: ``run_once`` moves what is due; ``start`` runs it on its own thread.
 

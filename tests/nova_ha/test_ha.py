@@ -559,9 +559,7 @@ def killed_during_deploy(cloud, made):
 def deploying(cloud, made, name):
     """A server booted on a free node and caught deploying (nova's ``spawning``):
     (server, node, the node's service, whether it was still building when caught)."""
-    offered = sorted(cloud.offered(made))
-    node = next(n for n in offered if cloud.home(n) in made.hosts)
-    victim = cloud.home(node)
+    node, victim = a_free_node(cloud, made)
     server = cloud.nova.boot(name, made.flavor, host=victim, node=node)
     seen = wait_until(lambda: cloud.nova.server(server), lambda found: (
         found["OS-EXT-STS:task_state"] == "spawning" or found["status"] != "BUILD"), 120,
@@ -577,6 +575,21 @@ def out_of_build(cloud, server):
                           FENCED_AFTER_KILL + 3 * ha.PERIODIC + 60, "the server out of BUILD")
     except AssertionError:
         return cloud.nova.server(server)
+
+
+def offered_again(cloud, made, node, timeout):
+    """Whether nova's scheduler is offered ``node`` again within ``timeout`` seconds."""
+    try:
+        wait_for(lambda: node in cloud.offered(made), timeout, f"node {node} offered again")
+        return True
+    except AssertionError:
+        return False
+
+
+def a_free_node(cloud, made):
+    """(a node offered to nova's scheduler, the service whose node it is)."""
+    node = next(n for n in sorted(cloud.offered(made)) if cloud.home(n) in made.hosts)
+    return node, cloud.home(node)
 
 
 def deleted_and_freed(cloud, made, server, node, timeout=60):
@@ -625,12 +638,7 @@ def paused_during_deploy(cloud, made):
                  status_after_resume=after.get("status"))
     facts["node_freed"] = deleted_and_freed(cloud, made, server, node, timeout=120)
     facts["node_state"] = made.ironic.get(node)["provision_state"]
-    try:
-        wait_for(lambda: node in cloud.offered(made), 3 * ha.PERIODIC + 60,
-                 "the freed node offered again")
-        facts["node_offered"] = True
-    except AssertionError:
-        facts["node_offered"] = False
+    facts["node_offered"] = offered_again(cloud, made, node, 3 * ha.PERIODIC + 60)
     facts["spawns_lost"] = int(
         moved_to in (None, victim) or facts["host_after_resume"] != moved_to
         or not facts["node_freed"] or not facts["node_offered"])
@@ -645,9 +653,7 @@ def build_queued_to_the_dead(cloud, made):
     given back, the node offered again.  The service then comes back and finds the
     build's message in its queue: it drops it (the server stays in ERROR, its node is
     never deployed)."""
-    offered = sorted(cloud.offered(made))
-    node = next(n for n in offered if cloud.home(n) in made.hosts)
-    victim = cloud.home(node)
+    node, victim = a_free_node(cloud, made)
     service = cloud.stack.service(f"nova-compute-{victim}")
     service.signal(signal.SIGSTOP)
     try:
@@ -659,12 +665,7 @@ def build_queued_to_the_dead(cloud, made):
     facts = {"host": victim}
     found = out_of_build(cloud, server)
     facts.update(status=found["status"], fault=(found.get("fault") or {}).get("message", ""))
-    try:
-        wait_for(lambda: node in cloud.offered(made), 3 * ha.PERIODIC + 30,
-                 "the node offered again")
-        facts["node_offered"] = True
-    except AssertionError:
-        facts["node_offered"] = False
+    facts["node_offered"] = offered_again(cloud, made, node, 3 * ha.PERIODIC + 30)
     # read once the node is offered: the server goes to ERROR a moment before its
     # allocation is given back
     facts["allocations_left"] = len(cloud.placement.allocations(server) or {})
