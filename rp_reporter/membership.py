@@ -223,9 +223,32 @@ class Group:
     def members_now(self):
         """The live members as the backend answers now (one read; raises if it fails):
         a decision that must not rest on the last renewal's view."""
+        return {m.decode() for m in self._client().get_members(self.group).get()}
+
+    # Durable names.  A tooz group that nobody joins has no lease: it lasts as long as
+    # the backend's data, so a set of such names is a record kept beside the
+    # membership, reachable by every member wherever it runs (``group_record``).
+
+    def _client(self):
         if self._coordinator is None:
             raise coordination.ToozError("not joined to the coordination backend yet")
-        return {m.decode() for m in self._coordinator.get_members(self.group).get()}
+        return self._coordinator
+
+    def names(self, prefix):
+        """The durable names starting with ``prefix`` (one read; raises if it fails)."""
+        found = (g.decode() if isinstance(g, bytes) else g
+                 for g in self._client().get_groups().get())
+        return {name for name in found if name.startswith(prefix)}
+
+    def add_name(self, name):
+        """Record durable name ``name`` (idempotent; raises if the backend fails)."""
+        with contextlib.suppress(coordination.GroupAlreadyExist):
+            self._client().create_group(name.encode()).get()
+
+    def remove_name(self, name):
+        """Erase durable name ``name`` (idempotent; raises if the backend fails)."""
+        with contextlib.suppress(coordination.GroupNotCreated):
+            self._client().delete_group(name.encode()).get()
 
     @contextlib.contextmanager
     def lock(self, name):

@@ -77,8 +77,8 @@ class CoordinatedRing:
         self.conf = conf or reporter_conf()
         self.membership = None  # joined by join()
         self.self_fence = None  # fence_itself(): where servers move between services
-        # Who was ever a member, and whom a mover forced down: nova's database.
-        self.record = group_record.GroupRecord(self.conf.coordination.group)
+        # Who was ever a member, and whom a mover forced down: the backend's (join()).
+        self.record = None
         self.ring_members = None  # the members the ring was last built over
         self._members_before = None  # and the ones before the last change
         # node: (its owner before, that service no member now; the consumers booked on
@@ -91,6 +91,8 @@ class CoordinatedRing:
         # nova's _refresh_cache and a prompt release (renewal thread) both set node_cache.
         self._cache_lock = threading.RLock()
         self._lapses_seen = None  # the membership's lapses when forced_down was last checked
+        self._next_flag_check = 0.0  # and when it is read again
+        self._lifted_seen = None  # a mover's name found with the flag lifted, at that read
         # Released nodes' providers leave the cache nova's resource tracker writes through.
         self.provider_cache = provider_cache.ProviderCache(lambda: novas_report_client(driver))
 
@@ -104,6 +106,8 @@ class CoordinatedRing:
         self.provider_cache.guard()  # before any release: nova's write-backs guarded
         self.membership = membership.from_conf(self.conf).start()
         if self.membership.tracks_liveness:
+            self.record = group_record.GroupRecord(self.conf.coordination.group,
+                                                   self.membership)
             LOG.info("member %s of coordination group %s (lease %.0f s)", CONF.host,
                      self.conf.coordination.group, self.conf.coordination.lease)
             threading.Thread(target=self._renew, name="rp-reporter-membership",
@@ -167,36 +171,46 @@ class CoordinatedRing:
 
     def _clear_forced_down_once_live(self):
         """A mover forces a fenced service down before it moves its servers (nova's
-        fence).  The service clears it itself once it is a live member again: at its
-        start, and after every lapse of its lease (a pause, a partition), and only when
-        a mover set it (an operator's or an evacuation tool's flag stays).  Where it
-        fences itself, a lapse that finds it forced down restarts it first
-        (``self_fence``): the flag is then cleared at its start.  Its servers
-        moved meanwhile are refused one by one (``guard``), so a live member need not
-        stay down.  At the same moments the service records itself as a member of the
-        group (``group_record``).  Done once per such moment, once nova has this
-        service's record (made after init_host); tried again until nova answers."""
+        fence).  The service clears it itself while it is a live member: read at its
+        start, after every lapse of its lease (a pause, a partition) and every
+        ``report_interval`` (a mover that forced it down just as it rejoined), and only
+        when a mover set it (an operator's or an evacuation tool's flag stays).  Where
+        it fences itself, a lapse that finds it forced down restarts it first
+        (``self_fence``): the flag is then cleared at its start.  Its servers moved
+        meanwhile are refused one by one (``guard``), so a live member need not stay
+        down.  After a lapse the service also records itself as a member of the group
+        (``group_record``).  Once nova has this service's record (made after
+        init_host); tried again until nova and the backend answer."""
         group = self.membership
-        if group.fenced or self._lapses_seen == group.lapses:
+        lapsed = self._lapses_seen != group.lapses
+        if group.fenced or not (lapsed or time.monotonic() >= self._next_flag_check):
             return
         ctxt = nova_context.get_admin_context()
         service = rehome.service_record(ctxt, CONF.host)
         if service is None:
             return
-        self.record.join(ctxt, CONF.host)
-        mover = service.forced_down and self.record.forced_down_by_mover(ctxt, CONF.host)
-        if mover:
+        if lapsed:
+            self.record.join(CONF.host)
+        mover = self.record.forced_down_by_mover(CONF.host)
+        if mover and service.forced_down:
             service.forced_down = False
             service.save()
-            self.record.cleared(ctxt, CONF.host)
+            self.record.cleared(CONF.host)
             LOG.warning("compute service %s was forced down by %s while it was not a live "
                         "member (to move its servers); it is a live member again: "
                         "forced_down cleared", CONF.host, mover)
-        elif service.forced_down:
+        elif mover and self._lifted_seen == mover:
+            # Not forced down at two reads an interval apart: lifted by someone else (a
+            # mover sets the flag right after its name).  The name goes, so a flag set
+            # again later (an operator's) is never taken for the mover's.
+            self.record.cleared(CONF.host)
+        elif service.forced_down and lapsed:
             LOG.warning("compute service %s is forced down, not by a mover of group %s "
                         "(an operator or another tool): left as it is", CONF.host,
                         self.conf.coordination.group)
+        self._lifted_seen = mover if mover and not service.forced_down else None
         self._lapses_seen = group.lapses
+        self._next_flag_check = time.monotonic() + max(1, CONF.report_interval)
 
     # The ring on nova's node cache ----------------------------------------
 

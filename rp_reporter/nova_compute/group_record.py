@@ -12,75 +12,70 @@
 
 """Who was ever a member of the compute services' group, and whom a mover forced down.
 
-Live membership is the coordination backend's: a lease, gone with the backend's data
-or a lease's end.  What a mover may fence must outlive both: only a service that was a
-member of this group is ever forced down by it, never a stock nova-compute or one of
-another group sharing the cell (forced down, the scheduler skips it after it recovers
-and its deletes become local deletes that leave Ironic nodes deployed).  And a service
-that comes back clears only a forced-down flag a mover set, never an operator's or an
-evacuation tool's.
+Live membership is a lease, gone with a lease's end.  What a mover may fence must
+outlive it: only a service that was a member of this group is ever forced down by it,
+never a stock nova-compute or one of another group sharing the cell (forced down, the
+scheduler skips it after it recovers and its deletes become local deletes that leave
+Ironic nodes deployed).  And a service that comes back clears only a forced-down flag
+a mover set, never an operator's or an evacuation tool's.
 
-Both live in nova's own database, as a host aggregate of the group's: its hosts are the
-services that ever joined, each ``rp_reporter_forced_down:<host>`` key names the mover
-that forced that host down.  It carries no scheduling metadata (no availability zone,
-no filter key), so no scheduler filter reads it; ``openstack aggregate show`` shows it
-to an operator, who removes a host that was decommissioned.
+Both live in the coordination backend, beside the membership, as durable names (tooz
+groups nobody joins: no lease ends them), never in nova's API database: a compute
+service reaches that only through an upcall, which nova's superconductor layout (cell
+conductors without ``[api_database]``) refuses.  The names::
+
+    <group>:rp_reporter.record.v1:member:<host>             ever a member
+    <group>:rp_reporter.record.v1:forced-down:<host>@<mover>  <mover> forced <host> down
+
+``v1`` is the format's version: a later one reads these and writes its own beside
+them.  Hosts are lower-case, as nova compares them.  A backend that loses its data
+loses the record too: a member records itself again at its start and after every lapse
+of its lease, and a service forced down meanwhile stays down until an operator clears
+it (the one safe direction).
 """
 
-from nova import exception
-from nova import objects
-
-GROUP_KEY = "rp_reporter_compute_group"
-FORCED_DOWN_KEY = "rp_reporter_forced_down:"
-NAME = "rp-reporter-compute-{group}"
+FORMAT = "rp_reporter.record.v1"
 
 
 class GroupRecord:
-    """The aggregate of coordination group ``group`` (made by its first member)."""
+    """The record of coordination group ``group`` in ``membership``'s backend
+    (``membership.Group``: its durable names)."""
 
-    def __init__(self, group):
-        self.group = group
+    def __init__(self, group, membership):
+        self.membership = membership
+        self._prefix = f"{group}:{FORMAT}:"
 
-    def _aggregate(self, ctxt, create=False):
-        found = objects.AggregateList.get_by_metadata(ctxt, key=GROUP_KEY, value=self.group)
-        if found:
-            # Read again whole: nova's search by metadata carries only the matching key.
-            return objects.Aggregate.get_by_id(ctxt, found[0].id)
-        if not create:
-            return None
-        aggregate = objects.Aggregate(context=ctxt, name=NAME.format(group=self.group),
-                                      metadata={GROUP_KEY: self.group})
-        try:
-            aggregate.create()
-        except exception.AggregateNameExists:  # another member made it meanwhile
-            return self._aggregate(ctxt)
-        return aggregate
+    def _member(self, host=""):
+        return f"{self._prefix}member:{host.lower()}"
 
-    def join(self, ctxt, host):
+    def _forced(self, host="", mover=None):
+        name = f"{self._prefix}forced-down:{host.lower()}"
+        return name if mover is None else f"{name}@{mover.lower()}"
+
+    def join(self, host):
         """Record ``host`` as a member (idempotent)."""
-        aggregate = self._aggregate(ctxt, create=True)
-        if host not in (aggregate.hosts or []):
-            try:
-                aggregate.add_host(host)
-            except exception.AggregateHostExists:
-                pass
+        self.membership.add_name(self._member(host))
 
-    def members(self, ctxt):
-        """Every host ever recorded, lower-case as nova compares hosts."""
-        aggregate = self._aggregate(ctxt)
-        return {host.lower() for host in (aggregate.hosts or [])} if aggregate else set()
+    def members(self):
+        """Every host ever recorded."""
+        return {name[len(self._member()):] for name in self.membership.names(self._member())}
 
-    def forced_down(self, ctxt, host, mover):
+    def forced_down(self, host, mover):
         """``mover`` forces ``host`` down: recorded before the flag is set."""
-        self._aggregate(ctxt, create=True).update_metadata({FORCED_DOWN_KEY + host: mover})
+        self.membership.add_name(self._forced(host, mover))
 
-    def forced_down_by_mover(self, ctxt, host):
+    def movers(self):
+        """{host: the mover that forced it down} for every host so recorded."""
+        found = (name[len(self._forced()):].partition("@")
+                 for name in self.membership.names(self._forced()))
+        return {host: mover for host, _, mover in found}
+
+    def forced_down_by_mover(self, host):
         """The mover that forced ``host`` down, or None (not forced by a mover)."""
-        aggregate = self._aggregate(ctxt)
-        return aggregate.metadata.get(FORCED_DOWN_KEY + host) if aggregate else None
+        return self.movers().get(host.lower())
 
-    def cleared(self, ctxt, host):
-        """``host``'s forced-down flag was cleared: its mover's key goes."""
-        aggregate = self._aggregate(ctxt)
-        if aggregate is not None:
-            aggregate.update_metadata({FORCED_DOWN_KEY + host: None})
+    def cleared(self, host):
+        """``host``'s forced-down flag was cleared (by it, or by an operator): the
+        mover's name goes, so a flag set again later is never taken for a mover's."""
+        for name in self.membership.names(self._forced(host) + "@"):
+            self.membership.remove_name(name)

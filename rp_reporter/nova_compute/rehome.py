@@ -20,8 +20,8 @@ fenced and what moves is ``rp_reporter.rehoming``'s decision; here are its steps
 in nova, each node on its own (one node's error is logged and counted, the others
 go on):
 
-1. only a service that was ever a member of this group (``group_record``: nova's
-   database, not the live membership) is fenced, and only its servers on Ironic nodes
+1. only a service that was ever a member of this group (``group_record``: durable in
+   the coordination backend, not the live membership) is fenced, and only its servers on Ironic nodes
    of this service's ``[ironic]`` shard and conductor group, with no other server
    named on them in Ironic, are moved: all read before anything is forced down;
 2. the fenced service is forced down (nova's fence; ``ironic_compute_node_move``
@@ -188,7 +188,7 @@ class Rehoming:
         # the live membership), not only those with Ironic compute node records: a
         # mover that dies between its two steps leaves an instance on a service whose
         # free nodes the survivors may have taken since; its disabled ones too.
-        recorded = self.ring.record.members(ctxt)
+        recorded = self.ring.record.members()
         services = [s for s in objects.ServiceList.get_by_binary(
             ctxt, "nova-compute", include_disabled=True) if s.host.lower() in recorded]
         now = time.monotonic()
@@ -265,7 +265,7 @@ class Rehoming:
                          "group), or the group's members could not be read again", host)
                 return False
         if service is not None and not service.forced_down:  # none: no record to fence
-            self.ring.record.forced_down(ctxt, host, CONF.host)
+            self.ring.record.forced_down(host, CONF.host)
             service.forced_down = True
             service.save()
             self._count("fenced")

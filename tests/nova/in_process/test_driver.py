@@ -24,6 +24,7 @@ import contextlib
 import datetime
 import email.utils
 import json
+import tempfile
 import threading
 import time
 import types
@@ -44,9 +45,11 @@ from nova.virt.ironic import ironic_states
 from openstack import exceptions as sdk_exc
 from openstack.baremetal.v1 import node as sdk_node
 
+from rp_reporter import membership
 from rp_reporter import model
 from rp_reporter import nova_compute
 from rp_reporter import rehoming
+from rp_reporter.nova_compute import group_record
 from rp_reporter.nova_compute import guard
 from rp_reporter.nova_compute import periodic
 from rp_reporter.nova_compute import queued_builds
@@ -365,19 +368,15 @@ class Cell:
                                updated_at=None)
 
 
-class Record:
-    """The group's record in nova's database (``group_record``): the hosts ever members
-    (None: every service the cell has), whom a mover forced down."""
-
-    def __init__(self, cell, members=None):
-        self.cell, self.recorded, self.movers = cell, members, {}
-
-    def members(self, ctxt):
-        return {h.lower() for h in (self.cell.services if self.recorded is None
-                                    else self.recorded)}
-
-    def forced_down(self, ctxt, host, mover):
-        self.movers[host] = mover
+def a_record(hosts, group="nova-g"):
+    """The group's real record (``group_record``) in a tooz backend of its own
+    (``file://``, a fresh directory), ``hosts`` recorded as members."""
+    backend = membership.Group(f"file://{tempfile.mkdtemp(prefix='rp-reporter-record-')}",
+                               group, "the-test").start()
+    record = group_record.GroupRecord(group, backend)
+    for host in hosts:
+        record.join(host)
+    return record
 
 
 def rehoming_job(members, ironic, down=(), locks=None, record=None):
@@ -388,7 +387,7 @@ def rehoming_job(members, ironic, down=(), locks=None, record=None):
     ring = driver._coordinated_ring()
     ring.members = ring.members_now = lambda: set(members)
     ring.membership = locks or Locks()
-    ring.record = record or Record(Cell.last)
+    ring.record = record or a_record(Cell.last.services)
     job = rehome.Rehoming(ring, lambda: ironic, driver._problems, driver._metrics)
     job.watch = rehoming.ReportWatch(0)  # stalled at first sight
     job._servicegroup = DownHosts(down)

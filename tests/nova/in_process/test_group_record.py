@@ -10,69 +10,64 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The group's record (``group_record``) in nova's own API database (nova's test
-fixture: the real schema on sqlite), through nova's real Aggregate objects."""
+"""The group's record (``group_record``) in the coordination backend, through tooz's
+own ``file://`` driver (no nova database: a compute service of any cell reaches it)."""
 
-import nova.conf
 import pytest
-from nova import context as nova_context
-from nova import objects
-from nova import rpc
-from nova.tests import fixtures as nova_fixtures
+from tooz import coordination
 
+from rp_reporter import membership
 from rp_reporter.nova_compute import group_record
-
-CONF = nova.conf.CONF
-
-
-class Notifier:
-    """nova's notifier, as far as aggregates' notifications go: what was sent."""
-
-    def __init__(self):
-        self.sent = []
-
-    def prepare(self, **kwargs):
-        return self
-
-    @staticmethod
-    def is_enabled():
-        return True
-
-    def info(self, ctxt, event_type, payload):
-        self.sent.append(event_type)
 
 
 @pytest.fixture
-def api_database(monkeypatch):
-    CONF([], project="nova")
-    CONF.set_override("connection", "sqlite://", group="api_database")
-    objects.register_all()
-    database = nova_fixtures.Database(database="api")
-    database.setUp()
-    monkeypatch.setattr(rpc, "LEGACY_NOTIFIER", Notifier())
-    monkeypatch.setattr(rpc, "NOTIFIER", Notifier())
-    yield nova_context.get_admin_context()
-    database.cleanUp()
-    CONF.reset()
+def backend(tmp_path):
+    group = membership.Group(f"file://{tmp_path}", "nova-a", "compute-1").start()
+    yield group
+    group.stop()
 
 
-def test_members_and_whom_a_mover_forced_down_are_kept_in_nova(api_database):
-    ctxt = api_database
-    record, other = group_record.GroupRecord("nova-a"), group_record.GroupRecord("nova-b")
-    assert record.members(ctxt) == set() and record.forced_down_by_mover(ctxt, "h2") is None
-    for host in ("H1", "h2", "H1"):
-        record.join(ctxt, host)
-    other.join(ctxt, "h9")
-    assert record.members(ctxt) == {"h1", "h2"} and other.members(ctxt) == {"h9"}
-    record.forced_down(ctxt, "h2", "H1")
-    # Found again whole: nova's search by metadata carries the matching key alone.
-    assert record.forced_down_by_mover(ctxt, "h2") == "H1"
-    assert record.forced_down_by_mover(ctxt, "H1") is None
-    assert other.forced_down_by_mover(ctxt, "h2") is None
-    record.cleared(ctxt, "h2")
-    assert record.forced_down_by_mover(ctxt, "h2") is None
-    assert record.members(ctxt) == {"h1", "h2"}  # a member still
-    (aggregate,) = objects.AggregateList.get_all(ctxt).objects[:1]
-    assert aggregate.name == "rp-reporter-compute-nova-a"
-    # No scheduling metadata: no availability zone, no filter key.
-    assert aggregate.metadata == {group_record.GROUP_KEY: "nova-a"}
+def test_members_and_whom_a_mover_forced_down_are_kept_in_the_backend(backend):
+    record = group_record.GroupRecord("nova-a", backend)
+    other = group_record.GroupRecord("nova-b", backend)  # another group, one backend
+    assert record.members() == set() and record.forced_down_by_mover("h2") is None
+    for host in ("H1", "h2", "H1", "h20"):
+        record.join(host)
+    other.join("h9")
+    assert record.members() == {"h1", "h2", "h20"} and other.members() == {"h9"}
+    record.forced_down("h2", "H1")
+    record.forced_down("h20", "h1")
+    assert record.forced_down_by_mover("H2") == "h1"
+    assert record.forced_down_by_mover("H1") is None
+    assert other.forced_down_by_mover("h2") is None and other.movers() == {}
+    record.cleared("h2")
+    assert record.movers() == {"h20": "h1"}  # h2's alone
+    record.cleared("h2")  # idempotent
+    assert record.members() == {"h1", "h2", "h20"}  # a member still
+
+
+def test_the_record_outlives_every_lease_and_says_its_format(backend, tmp_path):
+    """Names nobody joins: a member that left, or whose lease ran out, leaves them; a
+    later reader (another process, the same backend) finds them, each carrying the
+    format's version."""
+    group_record.GroupRecord("nova-a", backend).join("h1")
+    group_record.GroupRecord("nova-a", backend).forced_down("h2", "h1")
+    backend.stop()
+    later = membership.Group(f"file://{tmp_path}", "nova-a", "compute-2").start()
+    try:
+        record = group_record.GroupRecord("nova-a", later)
+        assert record.members() == {"h1"} and record.movers() == {"h2": "h1"}
+        assert later.names("nova-a:") == {
+            "nova-a:rp_reporter.record.v1:member:h1",
+            "nova-a:rp_reporter.record.v1:forced-down:h2@h1"}
+    finally:
+        later.stop()
+
+
+def test_a_backend_not_answering_is_an_error_not_an_empty_record(tmp_path):
+    """A read that fails raises: an empty answer would let a mover take every member
+    for a stranger (and never fence) or a service keep a mover's flag."""
+    group = membership.Group("redis://127.0.0.1:1?socket_timeout=0.2", "nova-a", "c1")
+    record = group_record.GroupRecord("nova-a", group)
+    with pytest.raises(coordination.ToozError):
+        record.members()

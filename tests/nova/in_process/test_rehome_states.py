@@ -38,7 +38,7 @@ from tests.nova.in_process.test_driver import CONF
 from tests.nova.in_process.test_driver import HOSTS
 from tests.nova.in_process.test_driver import Cell
 from tests.nova.in_process.test_driver import NodeLookup
-from tests.nova.in_process.test_driver import Record
+from tests.nova.in_process.test_driver import a_record
 from tests.nova.in_process.test_driver import Row
 from tests.nova.in_process.test_driver import an_instance
 from tests.nova.in_process.test_driver import move_as
@@ -223,10 +223,10 @@ def test_only_a_member_of_the_group_in_scope_is_ever_forced_down(monkeypatch):
                               "ours-dead": (False, 3)},
                 {"stock-1": [stock], "ours-dead": [ours]})
     lookup = NodeLookup({stock_node: stock.uuid, ours_node: "another-server"})
-    record = Record(cell, members={HOSTS[0], "ours-dead"})
+    record = a_record({HOSTS[0], "ours-dead"})
     job = rehoming_job({HOSTS[0]}, lookup, down=["stock-1", "ours-dead"], record=record)
     job.run_once(nova_context.get_admin_context())
-    assert cell.moves == [] and record.movers == {}
+    assert cell.moves == [] and record.movers() == {}
     assert job.counts == {"refused": 1}
     lookup.nodes[ours_node] = ours.uuid  # the cause gone
     job.run_once(nova_context.get_admin_context())
@@ -236,7 +236,7 @@ def test_only_a_member_of_the_group_in_scope_is_ever_forced_down(monkeypatch):
     job.run_once(nova_context.get_admin_context())
     assert cell.moves == [("forced down", "ours-dead"), ("instance", ours.uuid),
                           ("compute node", ours_node)]
-    assert record.movers == {"ours-dead": HOSTS[0]}
+    assert record.movers() == {"ours-dead": HOSTS[0]}
 
 
 def test_a_server_whose_node_ironic_failed_to_answer_is_tried_again_next_round(
@@ -293,36 +293,83 @@ class Saved:
         self.saved.append(self.forced_down)
 
 
-class Movers(Record):
-    def __init__(self, movers):
-        self.movers, self.joined = dict(movers), []
+def a_service_watching_its_flag(monkeypatch, service, record):
+    """compute-a's ring as its renewal thread has it: a live member whose flag is read
+    at its first renewal, ``service`` its Service record, ``record`` the group's."""
+    monkeypatch.setattr(rehome, "service_record", lambda ctxt, host: service)
+    ring = coordinated_ring.CoordinatedRing.__new__(coordinated_ring.CoordinatedRing)
+    ring.membership, ring._lapses_seen = Membership(), None
+    ring._next_flag_check, ring._lifted_seen = 0.0, None
+    ring.record = record
+    ring.conf = type("Conf", (), {"coordination": type("C", (), {"group": "g"})})
+    return ring
 
-    def join(self, ctxt, host):
-        self.joined.append(host)
 
-    def forced_down_by_mover(self, ctxt, host):
-        return self.movers.get(host)
-
-    def cleared(self, ctxt, host):
-        self.movers.pop(host)
+def read_again(ring, monkeypatch, lapse=False):
+    """The ring's next read of its flag: after a lapse, or one report_interval later."""
+    ring._next_flag_check = 0.0
+    ring.membership.lapses += lapse
+    ring._clear_forced_down_once_live()
 
 
 @pytest.mark.parametrize("mover", ["compute-b", None])
 def test_a_service_live_again_clears_only_a_forced_down_a_mover_set(
         monkeypatch, mover):
-    """A mover's flag is cleared (and its record); an operator's, or an evacuation
-    tool's, stays.  The service records itself as a member of the group either way."""
+    """A mover's flag is cleared (and its name in the group's record); an operator's,
+    or an evacuation tool's, stays.  The service records itself as a member of the
+    group either way."""
     CONF.set_override("host", HOSTS[0])
     try:
-        service = Saved(forced_down=True)
-        monkeypatch.setattr(rehome, "service_record", lambda ctxt, host: service)
-        ring = coordinated_ring.CoordinatedRing.__new__(coordinated_ring.CoordinatedRing)
-        ring.membership, ring._lapses_seen = Membership(), None
-        ring.record = Movers({HOSTS[0]: mover} if mover else {})
-        ring.conf = type("Conf", (), {"coordination": type("C", (), {"group": "g"})})
+        service, record = Saved(forced_down=True), a_record(())
+        if mover:
+            record.forced_down(HOSTS[0], mover)
+        ring = a_service_watching_its_flag(monkeypatch, service, record)
         ring._clear_forced_down_once_live()
+        read_again(ring, monkeypatch)
     finally:
         CONF.clear_override("host")
-    assert ring.record.joined == [HOSTS[0]]
+    assert record.members() == {HOSTS[0]}
     assert service.saved == ([False] if mover else [])
-    assert ring.record.movers == {}
+    assert record.movers() == {}
+
+
+def test_forced_down_by_a_mover_just_after_it_rejoined_is_cleared_within_an_interval(
+        monkeypatch):
+    """The mover read the service out of the group, the service rejoined and read its
+    flag (not set yet), then the mover forced it down: no lapse follows, and the next
+    read of the flag (every report_interval) clears it."""
+    CONF.set_override("host", HOSTS[0])
+    try:
+        service, record = Saved(forced_down=False), a_record(())
+        ring = a_service_watching_its_flag(monkeypatch, service, record)
+        ring._clear_forced_down_once_live()  # rejoined: nothing to clear yet
+        record.forced_down(HOSTS[0], "compute-b")
+        service.forced_down = True
+        ring._clear_forced_down_once_live()  # within the interval: not read again
+        assert service.saved == []
+        read_again(ring, monkeypatch)
+    finally:
+        CONF.clear_override("host")
+    assert service.saved == [False] and record.movers() == {}
+
+
+def test_an_operators_flag_set_after_it_lifted_a_movers_is_kept(monkeypatch):
+    """A mover forced the service down; an operator lifted the flag (the mover's name
+    stays in the record) and, later, set it again: the service keeps the operator's
+    flag.  The name goes once two reads an interval apart find the flag lifted (a
+    mover sets its flag right after its name: one read may fall between the two)."""
+    CONF.set_override("host", HOSTS[0])
+    try:
+        service, record = Saved(forced_down=False), a_record(())
+        record.forced_down(HOSTS[0], "compute-b")  # and the operator lifted the flag
+        ring = a_service_watching_its_flag(monkeypatch, service, record)
+        ring._clear_forced_down_once_live()
+        assert record.movers() == {HOSTS[0]: "compute-b"}  # may be a mover mid-way
+        read_again(ring, monkeypatch)
+        assert record.movers() == {}
+        service.forced_down = True  # the operator's, later
+        read_again(ring, monkeypatch, lapse=True)
+        read_again(ring, monkeypatch)
+    finally:
+        CONF.clear_override("host")
+    assert service.saved == [] and service.forced_down
