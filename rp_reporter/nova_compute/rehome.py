@@ -21,9 +21,10 @@ in nova, each node on its own (one node's error is logged and counted, the other
 go on):
 
 1. only a service that was ever a member of this group (``group_record``: durable in
-   the coordination backend, not the live membership) is fenced, and only its servers on Ironic nodes
-   of this service's ``[ironic]`` shard and conductor group, with no other server
-   named on them in Ironic, are moved: all read before anything is forced down;
+   the coordination backend, not the live membership) is fenced, and only its servers
+   on Ironic nodes of this service's ``[ironic]`` shard and conductor group, with no
+   other server named on them in Ironic, are moved: all read before anything is
+   forced down;
 2. the fenced service is forced down (nova's fence; ``ironic_compute_node_move``
    requires it), the mover recorded as the one that did it, before the first of its
    servers moves;

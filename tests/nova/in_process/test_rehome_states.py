@@ -38,8 +38,8 @@ from tests.nova.in_process.test_driver import CONF
 from tests.nova.in_process.test_driver import HOSTS
 from tests.nova.in_process.test_driver import Cell
 from tests.nova.in_process.test_driver import NodeLookup
-from tests.nova.in_process.test_driver import a_record
 from tests.nova.in_process.test_driver import Row
+from tests.nova.in_process.test_driver import a_record
 from tests.nova.in_process.test_driver import an_instance
 from tests.nova.in_process.test_driver import move_as
 from tests.nova.in_process.test_driver import nova_config  # noqa: F401 - a fixture
