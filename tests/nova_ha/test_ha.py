@@ -269,9 +269,9 @@ def ours_facts(cloud, made):
         paused_deploy=dict(facts["paused_deploy"]),
         antiaffinity_builds_failed=facts_anti["failed"], anti_affinity=dict(facts_anti),
         foreign_services_forced_down=foreign_forced_down(cloud),
-        notification_errors=notification_errors(cloud))
-    facts["foreign_services_forced_down"] = cloud.results["foreign_services_forced_down"]
-    facts["notification_errors"] = cloud.results["notification_errors"]
+        notification_errors=notification_errors(cloud), upcalls=upcalls(cloud))
+    for key in ("foreign_services_forced_down", "notification_errors", "upcalls"):
+        facts[key] = cloud.results[key]
     return facts
 
 
@@ -714,12 +714,23 @@ def anti_affinity(cloud, made):
     return facts
 
 
+def in_nova_logs(cloud, text):
+    """How many times ``text`` is in the logs of every nova service."""
+    return sum(path.read_text(errors="replace").count(text)
+               for path in pathlib.Path(cloud.stack.workdir).glob("nova*.log"))
+
+
 def notification_errors(cloud):
-    """nova's "Failed to send state update notification" lines in every nova service's
-    log (a task state outside nova's enum fails the versioned payload)."""
-    return sum(path.read_text(errors="replace").count(
-        "Failed to send state update notification")
-        for path in pathlib.Path(cloud.stack.workdir).glob("nova*.log"))
+    """nova's "Failed to send state update notification" lines (a task state outside
+    nova's enum fails the versioned payload)."""
+    return in_nova_logs(cloud, "Failed to send state update notification")
+
+
+def upcalls(cloud):
+    """Calls of a compute service that needed the API database, which cell1's conductor
+    has not (the stack runs nova's superconductor layout): oslo.db's error for a
+    database with no connection configured, as the caller logs it."""
+    return in_nova_logs(cloud, "No sql_connection parameter is established")
 
 
 def host_of(cloud, server):
@@ -980,6 +991,13 @@ def test_an_anti_affinity_group_boots_after_quiet_periodics(ours):
 def test_moves_send_nova_s_versioned_notifications_without_an_error(ours):
     """Every move above ran with versioned notifications on every state change."""
     assert ours["notification_errors"] == 0, ours["notification_errors"]
+
+
+def test_no_compute_service_reaches_for_the_api_database(ours):
+    """In nova's superconductor layout (the stack's) every story above ran with no call
+    of a compute service's needing the API database: the group's record is in the
+    coordination backend."""
+    assert ours["upcalls"] == 0, ours["upcalls"]
 
 
 def test_a_service_holding_only_a_record_it_took_over_is_mapped_by_service_alone(cloud):
