@@ -225,30 +225,15 @@ class Group:
         a decision that must not rest on the last renewal's view."""
         return {m.decode() for m in self._client().get_members(self.group).get()}
 
-    # Durable names.  A tooz group that nobody joins has no lease: it lasts as long as
-    # the backend's data, so a set of such names is a record kept beside the
-    # membership, reachable by every member wherever it runs (``group_record``).
-
     def _client(self):
         if self._coordinator is None:
             raise coordination.ToozError("not joined to the coordination backend yet")
         return self._coordinator
 
-    def names(self, prefix):
-        """The durable names starting with ``prefix`` (one read; raises if it fails)."""
-        found = (g.decode() if isinstance(g, bytes) else g
-                 for g in self._client().get_groups().get())
-        return {name for name in found if name.startswith(prefix)}
-
-    def add_name(self, name):
-        """Record durable name ``name`` (idempotent; raises if the backend fails)."""
-        with contextlib.suppress(coordination.GroupAlreadyExist):
-            self._client().create_group(name.encode()).get()
-
-    def remove_name(self, name):
-        """Erase durable name ``name`` (idempotent; raises if the backend fails)."""
-        with contextlib.suppress(coordination.GroupNotCreated):
-            self._client().delete_group(name.encode()).get()
+    @property
+    def durable(self):
+        """Durable names in this member's backend (``DurableNames``)."""
+        return DurableNames(self._client)
 
     @contextlib.contextmanager
     def lock(self, name):
@@ -298,19 +283,53 @@ def _safe(url):
     return url
 
 
+class DurableNames:
+    """Names in a tooz backend that outlive every lease: tooz groups that nobody joins
+    last as long as the backend's data, so a set of them is a record kept beside the
+    membership, reachable by every member wherever it runs (``group_record``).
+    ``client``: a callable giving a started tooz coordinator."""
+
+    def __init__(self, client):
+        self._client = client
+
+    def names(self, prefix):
+        """The durable names starting with ``prefix`` (one read; raises if it fails)."""
+        found = (g.decode() if isinstance(g, bytes) else g
+                 for g in self._client().get_groups().get())
+        return {name for name in found if name.startswith(prefix)}
+
+    def add_name(self, name):
+        """Record durable name ``name`` (idempotent; raises if the backend fails)."""
+        with contextlib.suppress(coordination.GroupAlreadyExist):
+            self._client().create_group(name.encode()).get()
+
+    def remove_name(self, name):
+        """Erase durable name ``name`` (idempotent; raises if the backend fails)."""
+        with contextlib.suppress(coordination.GroupNotCreated):
+            self._client().delete_group(name.encode()).get()
+
+
+@contextlib.contextmanager
+def observing(conf):
+    """A started client of the configured backend that joins no group (the CLI's)."""
+    observer = coordination.get_coordinator(
+        with_timeout(conf.coordination.backend_url, conf.coordination.lease),
+        f"rp-reporter-cli-{os.getpid()}".encode())
+    observer.start(start_heart=False)
+    try:
+        yield observer
+    finally:
+        observer.stop()
+
+
 def live_members(conf):
     """(members, how they are known) as configured, without joining: for the CLI."""
     if conf.coordination.backend_url:
-        observer = coordination.get_coordinator(
-            with_timeout(conf.coordination.backend_url, conf.coordination.lease),
-            f"rp-reporter-cli-{os.getpid()}".encode())
-        observer.start(start_heart=False)
-        try:
-            members = observer.get_members(conf.coordination.group.encode()).get()
-        except coordination.GroupNotCreated:
-            members = set()
-        finally:
-            observer.stop()
+        with observing(conf) as observer:
+            try:
+                members = observer.get_members(conf.coordination.group.encode()).get()
+            except coordination.GroupNotCreated:
+                members = set()
         return {m.decode() for m in members}, "alive"
     if conf.ring.peer_list:
         return set(conf.ring.peer_list) | {conf.host}, "static (liveness not tracked)"

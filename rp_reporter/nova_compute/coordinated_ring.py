@@ -31,7 +31,7 @@ from rp_reporter import conf as rp_conf
 from rp_reporter import membership
 from rp_reporter import rehoming
 from rp_reporter import wiring
-from rp_reporter.nova_compute import group_record
+from rp_reporter import group_record
 from rp_reporter.nova_compute import provider_cache
 from rp_reporter.nova_compute import queued_builds
 from rp_reporter.nova_compute import rehome
@@ -107,7 +107,7 @@ class CoordinatedRing:
         self.membership = membership.from_conf(self.conf).start()
         if self.membership.tracks_liveness:
             self.record = group_record.GroupRecord(self.conf.coordination.group,
-                                                   self.membership)
+                                                   self.membership.durable)
             LOG.info("member %s of coordination group %s (lease %.0f s)", CONF.host,
                      self.conf.coordination.group, self.conf.coordination.lease)
             threading.Thread(target=self._renew, name="rp-reporter-membership",

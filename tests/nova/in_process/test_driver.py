@@ -49,7 +49,7 @@ from rp_reporter import membership
 from rp_reporter import model
 from rp_reporter import nova_compute
 from rp_reporter import rehoming
-from rp_reporter.nova_compute import group_record
+from rp_reporter import group_record
 from rp_reporter.nova_compute import guard
 from rp_reporter.nova_compute import periodic
 from rp_reporter.nova_compute import queued_builds
@@ -373,7 +373,7 @@ def a_record(hosts, group="nova-g"):
     (``file://``, a fresh directory), ``hosts`` recorded as members."""
     backend = membership.Group(f"file://{tempfile.mkdtemp(prefix='rp-reporter-record-')}",
                                group, "the-test").start()
-    record = group_record.GroupRecord(group, backend)
+    record = group_record.GroupRecord(group, backend.durable)
     for host in hosts:
         record.join(host)
     return record

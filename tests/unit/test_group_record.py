@@ -17,7 +17,7 @@ import pytest
 from tooz import coordination
 
 from rp_reporter import membership
-from rp_reporter.nova_compute import group_record
+from rp_reporter import group_record
 
 
 @pytest.fixture
@@ -28,8 +28,8 @@ def backend(tmp_path):
 
 
 def test_members_and_whom_a_mover_forced_down_are_kept_in_the_backend(backend):
-    record = group_record.GroupRecord("nova-a", backend)
-    other = group_record.GroupRecord("nova-b", backend)  # another group, one backend
+    record = group_record.GroupRecord("nova-a", backend.durable)
+    other = group_record.GroupRecord("nova-b", backend.durable)  # another group, one backend
     assert record.members() == set() and record.forced_down_by_mover("h2") is None
     for host in ("H1", "h2", "H1", "h20"):
         record.join(host)
@@ -44,20 +44,22 @@ def test_members_and_whom_a_mover_forced_down_are_kept_in_the_backend(backend):
     assert record.movers() == {"h20": "h1"}  # h2's alone
     record.cleared("h2")  # idempotent
     assert record.members() == {"h1", "h2", "h20"}  # a member still
+    record.forget("h20")  # decommissioned: its mover's name goes with it
+    assert record.members() == {"h1", "h2"} and record.movers() == {}
 
 
 def test_the_record_outlives_every_lease_and_says_its_format(backend, tmp_path):
     """Names nobody joins: a member that left, or whose lease ran out, leaves them; a
     later reader (another process, the same backend) finds them, each carrying the
     format's version."""
-    group_record.GroupRecord("nova-a", backend).join("h1")
-    group_record.GroupRecord("nova-a", backend).forced_down("h2", "h1")
+    group_record.GroupRecord("nova-a", backend.durable).join("h1")
+    group_record.GroupRecord("nova-a", backend.durable).forced_down("h2", "h1")
     backend.stop()
     later = membership.Group(f"file://{tmp_path}", "nova-a", "compute-2").start()
     try:
-        record = group_record.GroupRecord("nova-a", later)
+        record = group_record.GroupRecord("nova-a", later.durable)
         assert record.members() == {"h1"} and record.movers() == {"h2": "h1"}
-        assert later.names("nova-a:") == {
+        assert later.durable.names("nova-a:") == {
             "nova-a:rp_reporter.record.v1:member:h1",
             "nova-a:rp_reporter.record.v1:forced-down:h2@h1"}
     finally:
@@ -68,6 +70,6 @@ def test_a_backend_not_answering_is_an_error_not_an_empty_record(tmp_path):
     """A read that fails raises: an empty answer would let a mover take every member
     for a stranger (and never fence) or a service keep a mover's flag."""
     group = membership.Group("redis://127.0.0.1:1?socket_timeout=0.2", "nova-a", "c1")
-    record = group_record.GroupRecord("nova-a", group)
+    record = group_record.GroupRecord("nova-a", group.durable)
     with pytest.raises(coordination.ToozError):
         record.members()

@@ -38,11 +38,11 @@ FORMAT = "rp_reporter.record.v1"
 
 
 class GroupRecord:
-    """The record of coordination group ``group`` in ``membership``'s backend
-    (``membership.Group``: its durable names)."""
+    """The record of coordination group ``group`` in ``names``
+    (``membership.DurableNames``)."""
 
-    def __init__(self, group, membership):
-        self.membership = membership
+    def __init__(self, group, names):
+        self.names = names
         self._prefix = f"{group}:{FORMAT}:"
 
     def _member(self, host=""):
@@ -54,28 +54,33 @@ class GroupRecord:
 
     def join(self, host):
         """Record ``host`` as a member (idempotent)."""
-        self.membership.add_name(self._member(host))
+        self.names.add_name(self._member(host))
 
     def members(self):
         """Every host ever recorded."""
-        return {name[len(self._member()):] for name in self.membership.names(self._member())}
+        return {name[len(self._member()):] for name in self.names.names(self._member())}
 
     def forced_down(self, host, mover):
         """``mover`` forces ``host`` down: recorded before the flag is set."""
-        self.membership.add_name(self._forced(host, mover))
+        self.names.add_name(self._forced(host, mover))
 
     def movers(self):
         """{host: the mover that forced it down} for every host so recorded."""
         found = (name[len(self._forced()):].partition("@")
-                 for name in self.membership.names(self._forced()))
+                 for name in self.names.names(self._forced()))
         return {host: mover for host, _, mover in found}
 
     def forced_down_by_mover(self, host):
         """The mover that forced ``host`` down, or None (not forced by a mover)."""
         return self.movers().get(host.lower())
 
+    def forget(self, host):
+        """``host`` was never a member (an operator's: decommissioned for good)."""
+        self.cleared(host)
+        self.names.remove_name(self._member(host))
+
     def cleared(self, host):
         """``host``'s forced-down flag was cleared (by it, or by an operator): the
         mover's name goes, so a flag set again later is never taken for a mover's."""
-        for name in self.membership.names(self._forced(host) + "@"):
-            self.membership.remove_name(name)
+        for name in self.names.names(self._forced(host) + "@"):
+            self.names.remove_name(name)
