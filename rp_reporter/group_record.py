@@ -57,7 +57,7 @@ class GroupRecord:
         self.names.add_name(self._member(host))
 
     def members(self):
-        """Every host ever recorded."""
+        """Every host ever recorded (lower-case)."""
         return {name[len(self._member()):] for name in self.names.names(self._member())}
 
     def forced_down(self, host, mover):
@@ -73,6 +73,37 @@ class GroupRecord:
     def forced_down_by_mover(self, host):
         """The mover that forced ``host`` down, or None (not forced by a mover)."""
         return self.movers().get(host.lower())
+
+    def write_back(self, seen, mine, forced):
+        """What a live member knows that the backend lost (its data gone: a restart
+        without persistence, a flush), written again: ``seen``, the members it saw live;
+        ``mine``, the hosts it forced down, of which those ``forced`` ({host: whether
+        nova has it forced down}) still says are.  So the record outlives the backend's
+        data as long as one member that knew it lives.  Returns (members, movers) as
+        recorded now."""
+        members, movers = self.members(), self.movers()
+        for host in set(seen) - members:
+            self.join(host)
+        for host in mine:
+            if forced.get(host) and host not in movers:
+                self.forced_down(host, mine[host])
+                movers[host] = mine[host].lower()
+        return members | set(seen), movers
+
+    def drop_lifted(self, forced, lifted_before, movers=None):
+        """Drop the movers' names whose flag someone else (an operator) lifted, so that a
+        flag set again later is never taken for the mover's.  ``forced``: {host: whether
+        nova has it forced down}, for the hosts read now; ``lifted_before``: this
+        function's answer at the previous read.  A mover sets its flag right after its
+        name, so one read may fall between the two: a name goes once two reads in a
+        row find its flag lifted.  Returns {host: mover} of the names found lifted now
+        (``movers``: the names as just read, or None to read them)."""
+        lifted = {host: mover for host, mover in (movers or self.movers()).items()
+                  if host in forced and not forced[host]}
+        for host, mover in lifted.items():
+            if lifted_before.get(host) == mover:
+                self.cleared(host)
+        return lifted
 
     def forget(self, host):
         """``host`` was never a member (an operator's: decommissioned for good)."""

@@ -67,10 +67,11 @@ def give_back(ctxt, host):
                     "back: task state %s given back", instance.uuid, mover, found)
 
 
-def move_instance(ctxt, instance, fenced_host, members=()):
+def move_instance(ctxt, instance, fenced_host, members=(), claimed=lambda: None):
     """Step 4: whether the server moved here (False: another mover moved it first or
     holds it).  nova's UnexpectedTaskStateError: another mover, or nova, changed it
-    meanwhile.  ``members``: the live members (a claim of one of them is its)."""
+    meanwhile.  ``members``: the live members (a claim of one of them is its);
+    ``claimed``: called once the claim is written, before the move's write."""
     me = CONF.host
     claim = claim_of(instance)
     if claim is not None:  # a mover's claim: its own, or one left by a mover that died
@@ -83,6 +84,7 @@ def move_instance(ctxt, instance, fenced_host, members=()):
         instance.task_state = CLAIM_STATE
         instance.system_metadata[CLAIM_KEY] = f"{me} {found or ''}".strip()
         instance.save(expected_task_state=[found])
+        claimed()
         instance = objects.Instance.get_by_uuid(ctxt, instance.uuid,
                                                 expected_attrs=["system_metadata"])
         if instance.host != fenced_host or claim_of(instance) != (me, found):

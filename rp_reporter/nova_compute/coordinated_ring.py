@@ -28,10 +28,10 @@ from nova import context as nova_context
 from oslo_config import cfg
 
 from rp_reporter import conf as rp_conf
+from rp_reporter import group_record
 from rp_reporter import membership
 from rp_reporter import rehoming
 from rp_reporter import wiring
-from rp_reporter import group_record
 from rp_reporter.nova_compute import provider_cache
 from rp_reporter.nova_compute import queued_builds
 from rp_reporter.nova_compute import rehome
@@ -79,6 +79,7 @@ class CoordinatedRing:
         self.self_fence = None  # fence_itself(): where servers move between services
         # Who was ever a member, and whom a mover forced down: the backend's (join()).
         self.record = None
+        self.seen = set()  # every member this process saw live (the record's write-back)
         self.ring_members = None  # the members the ring was last built over
         self._members_before = None  # and the ones before the last change
         # node: (its owner before, that service no member now; the consumers booked on
@@ -92,7 +93,7 @@ class CoordinatedRing:
         self._cache_lock = threading.RLock()
         self._lapses_seen = None  # the membership's lapses when forced_down was last checked
         self._next_flag_check = 0.0  # and when it is read again
-        self._lifted_seen = None  # a mover's name found with the flag lifted, at that read
+        self._lifted_seen = {}  # a mover's name found with its flag lifted, at that read
         # Released nodes' providers leave the cache nova's resource tracker writes through.
         self.provider_cache = provider_cache.ProviderCache(lambda: novas_report_client(driver))
 
@@ -122,7 +123,8 @@ class CoordinatedRing:
             asleep = time.monotonic()
             time.sleep(heartbeat)
             self._renewal_started(time.monotonic() - asleep - heartbeat, lease)
-            self.membership.tick()  # never raises: a backend failure fences us
+            live = self.membership.tick()  # never raises: a backend failure fences us
+            self.seen |= {member.lower() for member in live}
             try:
                 if self.self_fence is not None:  # before anything acts on the lapse
                     self.self_fence.check("acting on a renewal of its membership")
@@ -199,16 +201,12 @@ class CoordinatedRing:
             LOG.warning("compute service %s was forced down by %s while it was not a live "
                         "member (to move its servers); it is a live member again: "
                         "forced_down cleared", CONF.host, mover)
-        elif mover and self._lifted_seen == mover:
-            # Not forced down at two reads an interval apart: lifted by someone else (a
-            # mover sets the flag right after its name).  The name goes, so a flag set
-            # again later (an operator's) is never taken for the mover's.
-            self.record.cleared(CONF.host)
         elif service.forced_down and lapsed:
             LOG.warning("compute service %s is forced down, not by a mover of group %s "
                         "(an operator or another tool): left as it is", CONF.host,
                         self.conf.coordination.group)
-        self._lifted_seen = mover if mover and not service.forced_down else None
+        self._lifted_seen = self.record.drop_lifted({CONF.host.lower(): service.forced_down},
+                                                    self._lifted_seen)
         self._lapses_seen = group.lapses
         self._next_flag_check = time.monotonic() + max(1, CONF.report_interval)
 

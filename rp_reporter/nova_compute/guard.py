@@ -44,6 +44,7 @@ from oslo_config import cfg
 
 from rp_reporter import rehoming
 from rp_reporter.nova_compute import rehome
+from rp_reporter.nova_compute import server_groups
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
@@ -125,13 +126,16 @@ def _guarded_build(handler, metrics, self_fence):
     def build(*args, **kwargs):
         if self_fence is not None:
             self_fence.check(f"nova's {BUILD}")
-        instance = signature.bind(*args, **kwargs).arguments.get("instance")
+        arguments = signature.bind(*args, **kwargs).arguments
+        instance = arguments.get("instance")
         if instance is not None and not still_building(instance):
             LOG.error("refused to %s instance %s: it is no longer building (its build was "
                       "ended while this service was fenced); the request is dropped here",
                       BUILD, instance.uuid)
             metrics.refused.labels(BUILD).inc()
             return None
+        if instance is not None:  # what a move of it must respect, no upcall needed then
+            server_groups.remember(instance, arguments.get("request_spec"))
         return handler(*args, **kwargs)
     return build
 

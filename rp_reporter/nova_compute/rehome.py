@@ -55,7 +55,6 @@ by the node's owner).
 
 import collections
 import logging
-import os
 import threading
 import time
 
@@ -69,8 +68,10 @@ from oslo_utils import uuidutils
 
 from rp_reporter import rehoming
 from rp_reporter.nova_compute import claim
+from rp_reporter.nova_compute import hooks
 from rp_reporter.nova_compute import queued_builds
 from rp_reporter.nova_compute import recovery
+from rp_reporter.nova_compute import server_groups
 
 LOG = logging.getLogger(__name__)
 CONF = cfg.CONF
@@ -84,11 +85,6 @@ RECHECK_REFUSED_S = 300
 START_UP = "nova's start-up handling"
 AFTER_THE_MOVE = ("action", "compute node record", START_UP)
 START_UP_ATTEMPTS = 3
-# A test's hook, not an option: seconds between a move's instance step and its compute
-# node step, so a test can kill the mover half-way.
-STEP_PAUSE = float(os.environ.get("RP_REPORTER_TEST_REHOME_STEP_PAUSE", "0"))
-
-
 def service_record(ctxt, host):
     """nova's Service record of compute ``host``, or None when it has none."""
     try:
@@ -126,6 +122,8 @@ class Rehoming:
         self._settled = {}
         # node: [instance, fenced host, the steps left of its move, start-up attempts]
         self._unfinished = {}
+        self._lifted = {}  # movers' names found with their flag lifted (group_record)
+        self._forced_here = {}  # host: this mover, for the flags it set (write_back)
 
     def _count(self, outcome):
         self.counts[outcome] += 1
@@ -189,9 +187,16 @@ class Rehoming:
         # the live membership), not only those with Ironic compute node records: a
         # mover that dies between its two steps leaves an instance on a service whose
         # free nodes the survivors may have taken since; its disabled ones too.
-        recorded = self.ring.record.members()
-        services = [s for s in objects.ServiceList.get_by_binary(
-            ctxt, "nova-compute", include_disabled=True) if s.host.lower() in recorded]
+        services = objects.ServiceList.get_by_binary(ctxt, "nova-compute",
+                                                     include_disabled=True)
+        forced = {s.host.lower(): s.forced_down for s in services}
+        self._forced_here = {h: m for h, m in self._forced_here.items() if forced.get(h)}
+        recorded, movers = self.ring.record.write_back(self.ring.seen, self._forced_here,
+                                                       forced)
+        services = [s for s in services if s.host.lower() in recorded]
+        # A mover's name whose flag an operator lifted goes, whether or not its service
+        # is back to drop it (an operator's flag set later is then never a mover's).
+        self._lifted = self.ring.record.drop_lifted(forced, self._lifted, movers)
         now = time.monotonic()
         reports = {s.host: (s.report_count, s.updated_at) for s in services}
         up = {s.host: not self.watch.down(s.host, reports[s.host], s.forced_down,
@@ -207,8 +212,9 @@ class Rehoming:
         refused) or "moving" (moved, or to be tried again)."""
         me = CONF.host.lower()
         # Ironic names its nodes by uuid; another driver's hypervisor is none of ours.
-        instances = [(i.node, i) for i in objects.InstanceList.get_by_host(ctxt, host)
-                     if uuidutils.is_uuid_like(i.node)]
+        instances = [(i.node, i) for i in objects.InstanceList.get_by_host(
+            ctxt, host, expected_attrs=["system_metadata"])  # its group (server_groups)
+            if uuidutils.is_uuid_like(i.node)]
         for node, count in rehoming.refused(instances).items():
             self.problems.replace(
                 node, [f"{count} instances on fenced service {host}: not re-homed (nova's "
@@ -217,7 +223,8 @@ class Rehoming:
                                      lambda node: me in hashring.get_nodes(node.encode()))
         if not due:
             return "nothing"
-        scope = {node: self._in_scope(node, instance, host) for node, (instance,) in due}
+        scope = {node: self._in_scope(ctxt, node, instance, host)
+                 for node, (instance,) in due}
         in_scope = [(node, instance) for node, (instance,) in due if scope[node]]
         if not in_scope:  # a failed look-up is tried again at the next round
             return "moving" if None in scope.values() else "refused"
@@ -237,11 +244,13 @@ class Rehoming:
         LOG.exception("node %s: re-homing instance %s from %s failed; the next round "
                       "tries again", node, instance.uuid, host)
 
-    def _in_scope(self, node, instance, host):
+    def _in_scope(self, ctxt, node, instance, host):
         """Whether this service may take ``node`` (read before anything is forced down),
-        None when Ironic's answer failed; a refusal or a failure is logged and counted."""
+        None when Ironic's answer failed; a refusal or a failure is logged and counted.
+        Its server's hard group policy is nova's evacuate check (``server_groups``)."""
         try:
-            reason = self._not_in_scope(node, instance)
+            reason = (self._not_in_scope(node, instance)
+                      or server_groups.refusal(ctxt, instance, CONF.host))
         except Exception:  # noqa: BLE001 - one node's error; the others go on
             self._failed(node, instance, host)
             return None
@@ -266,7 +275,9 @@ class Rehoming:
                          "group), or the group's members could not be read again", host)
                 return False
         if service is not None and not service.forced_down:  # none: no record to fence
+            hooks.pause_after("fence decided")
             self.ring.record.forced_down(host, CONF.host)
+            self._forced_here[host.lower()] = CONF.host
             service.forced_down = True
             service.save()
             self._count("fenced")
@@ -274,6 +285,7 @@ class Rehoming:
                         "the group, nova reports it down) and its servers move to live "
                         "members; it clears this itself once it is a live member again",
                         host)
+            hooks.pause_after("forced down")
         return True
 
     def _move(self, ctxt, node, instance, fenced_host):
@@ -291,6 +303,7 @@ class Rehoming:
                         "%s", node, instance.uuid, fenced_host, CONF.host)
             try:
                 moved = self._move_instance(ctxt, instance, fenced_host, members)
+                hooks.pause_after("host")
             except exception.UnexpectedTaskStateError as e:
                 moved = False
                 LOG.warning("node %s: instance %s changed under the move (%s): another "
@@ -321,7 +334,6 @@ class Rehoming:
                 if step == "action":
                     self._record_action(ctxt, uuid)
                 elif step == "compute node record":
-                    time.sleep(STEP_PAUSE)
                     self._move_compute_node(ctxt, node)
                     LOG.warning("node %s: re-homed to %s (instance %s, compute node "
                                 "record)", node, CONF.host, uuid)
@@ -338,6 +350,7 @@ class Rehoming:
                 if step != START_UP or attempts < START_UP_ATTEMPTS:
                     return
             steps.pop(0)
+            hooks.pause_after(step)
         del self._unfinished[node]
 
     @staticmethod
@@ -370,7 +383,8 @@ class Rehoming:
     @staticmethod
     def _move_instance(ctxt, instance, fenced_host, members=()):
         """Step 4 (``claim.move_instance``)."""
-        return claim.move_instance(ctxt, instance, fenced_host, members)
+        return claim.move_instance(ctxt, instance, fenced_host, members,
+                                   claimed=lambda: hooks.pause_after("claim"))
 
     @staticmethod
     def _move_compute_node(ctxt, node):

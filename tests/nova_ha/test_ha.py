@@ -31,6 +31,8 @@ import uuid
 
 import pytest
 
+from rp_reporter import ring as rp_ring
+from rp_reporter.nova_compute import hooks
 from rp_reporter.nova_compute import rehome
 from tests.functional.proxy import Proxy
 from tests.nova_ha import conftest as ha
@@ -38,6 +40,7 @@ from tools import clients
 from tools.localstack import etcd
 from tools.localstack import nova
 from tools.localstack import process
+from tools.wait import NotSeen
 from tools.wait import wait_for
 from tools.wait import wait_until
 
@@ -204,7 +207,11 @@ def ours(cloud, request, tmp_path_factory):
             cloud.results.update(killed=dict(facts))
             yield facts
         else:
-            yield ours_facts(cloud, made)
+            # A mover stopped at each instant of a move or a fence takes about two
+            # minutes an instant: tox -e nova-ha runs them all; CI's nova-cloud runs
+            # one (-m "not every_instant").
+            every_instant = "not every_instant" not in (request.config.option.markexpr or "")
+            yield ours_facts(cloud, made, every_instant)
 
 
 def killed(cloud, made, name, rehomes):
@@ -220,11 +227,15 @@ def killed(cloud, made, name, rehomes):
     return victim, facts
 
 
-def ours_facts(cloud, made):
-    """Every fault ours is put through, in order, and what each showed."""
+def ours_facts(cloud, made, every_instant):
+    """Every fault ours is put through, in order, and what each showed; with
+    ``every_instant``, a mover stopped at every step of a move and of a fence (after
+    one step of a move, if not)."""
     ha.start_fleet(cloud, made)
     facts_anti = anti_affinity(cloud, made)
     print(f"\nours, an anti-affinity group after quiet periodics: {facts_anti}")
+    facts_anti["move"] = anti_affinity_through_a_move(cloud, made)
+    print(f"\nours, an anti-affinity group's member on a killed service: {facts_anti['move']}")
     victim, servers, in_maintenance = place_servers(cloud, made, "ours")
     facts = kill_and_watch(cloud, made, victim, servers, in_maintenance, rehomes=True)
     print(f"\nours, a service killed: {facts}")
@@ -233,6 +244,15 @@ def ours_facts(cloud, made):
     print(f"\nours, a service partitioned: {facts['partition']}")
     facts["mover"] = mover_killed(cloud, made, facts["servers"])
     print(f"\nours, a mover killed: {facts['mover']}")
+    facts["movers"] = [facts["mover"]]
+    if every_instant:  # the other steps of a move, each its own mover killed there
+        for step in (s for s in hooks.PAUSE_POINTS if s != "action"):
+            facts["movers"].append(mover_killed(cloud, made, facts["servers"], step))
+            print(f"\nours, a mover killed after the step {step!r}: {facts['movers'][-1]}")
+        facts["rejoin"] = forced_down_as_it_rejoins(cloud, made, facts["servers"])
+        print(f"\nours, forced down as it rejoined: {facts['rejoin']}")
+        facts["operator_flag"] = operator_flag_kept(cloud, made, facts["servers"])
+        print(f"\nours, an operator's flag through a mover's cycle: {facts['operator_flag']}")
     # Before the pause: a paused service logs no release until it resumes, and the
     # spans read from the logs would count the pause as two managers.
     facts["double_claimed_max_s"] = ha.double_claimed_max_s(
@@ -268,9 +288,18 @@ def ours_facts(cloud, made):
         queued_builds_stuck=facts["queued"]["queued_builds_stuck"], queued=dict(facts["queued"]),
         paused_deploy=dict(facts["paused_deploy"]),
         antiaffinity_builds_failed=facts_anti["failed"], anti_affinity=dict(facts_anti),
+        anti_affinity_members_moved_together=facts_anti["move"]["moved_onto_one_service"],
         foreign_services_forced_down=foreign_forced_down(cloud),
-        notification_errors=notification_errors(cloud), upcalls=upcalls(cloud))
-    for key in ("foreign_services_forced_down", "notification_errors", "upcalls"):
+        notification_errors=notification_errors(cloud), upcalls=upcalls(cloud),
+        moves_left_unfinished=sum(not mover["resumed"] for mover in facts["movers"]),
+        movers=[dict(mover) for mover in facts["movers"]])
+    if "rejoin" in facts:
+        cloud.results.update(
+            stuck_forced_down=facts["rejoin"]["stuck_forced_down"], rejoin=facts["rejoin"],
+            operator_flags_cleared=facts["operator_flag"]["operator_flags_cleared"],
+            operator_flag=facts["operator_flag"])
+    for key in ("foreign_services_forced_down", "notification_errors", "upcalls",
+                "moves_left_unfinished"):
         facts[key] = cloud.results[key]
     return facts
 
@@ -328,37 +357,62 @@ def partition(cloud, made, servers):
     return facts
 
 
-def mover_killed(cloud, made, servers):
-    """A mover killed half-way (between moving an instance and its compute node
-    record) is finished by the next ring owner once the mover is fenced in turn."""
-    for host in made.hosts:  # a pause between the two steps, to kill the mover in it
-        made.envs[host] = {"RP_REPORTER_TEST_REHOME_STEP_PAUSE": str(REHOME_PAUSE)}
+HOOK = "RP_REPORTER_TEST_REHOME_PAUSE_AFTER"  # hooks.pause_after
+
+
+def restarted_with(cloud, made, env):
+    """Every service restarted with ``env`` (a test hook's, or none), the fleet settled."""
+    for host in made.hosts:
+        if env:
+            made.envs[host] = dict(env)
+        else:
+            made.envs.pop(host, None)
         made.start(cloud.stack, host)
     for host in made.hosts:
         wait_for(lambda h=host: ha.member_logged(made, h), 120, f"{host} restarted")
     wait_for(lambda: all(len(h) == 1 for h in cloud.homes(made.nodes).values())
              and len(cloud.offered(made)) >= 3, 120, "the fleet settled after restart")
+
+
+def a_server_on_a_service(cloud, made, servers, name):
+    """A server booted on a free node of some service; (that service, the server),
+    the server added to ``servers`` ({server: node})."""
     homes = {node: hosts[0] for node, hosts in cloud.homes(made.nodes).items()}
     offered = cloud.offered(made)
     victim = next(h for h in made.hosts if any(homes[n] == h for n in offered))
     node = next(n for n in offered if homes[n] == victim)
-    server = cloud.nova.boot("ha-mover", made.flavor, host=victim, node=node)
+    server = cloud.nova.boot(name, made.flavor, host=victim, node=node)
     assert cloud.nova.wait_built(server)["status"] == "ACTIVE"
     servers[server] = node
+    return victim, server
+
+
+def paused_survivor(made, survivors, step):
+    """The survivor that logged the test hook's pause after ``step``, or None."""
+    return next((h for h in survivors
+                 if f"after the move's step '{step}'" in made.since(h)), None)
+
+
+def mover_killed(cloud, made, servers, step="action"):
+    """A mover killed right after the step ``step`` of a move (``hooks.PAUSE_POINTS``;
+    by default between moving an instance and its compute node record) is finished by
+    the next ring owner once the mover is fenced in turn."""
+    restarted_with(cloud, made, {HOOK: f"{step}={REHOME_PAUSE}"})
+    victim, _ = a_server_on_a_service(cloud, made, servers, "ha-mover")
     moving = [s for s in servers if cloud.nova.server(s)["OS-EXT-SRV-ATTR:host"] == victim]
     made.kill(cloud.stack, victim)
     survivors = [h for h in made.hosts if h != victim]
     mover = None
 
-    def started():
+    def paused():
         nonlocal mover
-        mover = next((h for h in survivors for s in moving
-                      if ha.rehoming_logged(made, h, s)), None)
+        mover = paused_survivor(made, survivors, step)
         return mover
-    wait_for(started, FENCED_AFTER_KILL + 3 * ha.PERIODIC + 30, "a survivor re-homing")
+    wait_for(paused, FENCED_AFTER_KILL + 3 * ha.PERIODIC + 30,
+             f"a survivor paused after the move's step {step!r}")
     made.kill(cloud.stack, mover)
     last = next(h for h in survivors if h != mover)
-    facts = {"mover": mover, "finished_by": last, "servers": len(moving)}
+    facts = {"step": step, "mover": mover, "finished_by": last, "servers": len(moving)}
     try:
         wait_for(lambda: all(cloud.nova.server(s)["OS-EXT-SRV-ATTR:host"] == last
                              and cloud.home(servers[s]) == last for s in moving),
@@ -372,6 +426,63 @@ def mover_killed(cloud, made, servers):
         made.start(cloud.stack, host)
         wait_for(lambda h=host: cloud.nova.compute_up(h), 120, f"{host} up again")
     return facts
+
+
+def seen_within(check, timeout):
+    """Whether ``check()`` held at some moment within ``timeout`` seconds."""
+    try:
+        wait_for(check, timeout, "a story's moment", interval=0.5)
+    except NotSeen:
+        return False
+    return True
+
+
+def forced_down_as_it_rejoins(cloud, made, servers):
+    """A mover decided to fence a dead service (its last reads: no live member, no
+    report), and the service came back right then: it is forced down just after it
+    rejoined, and no lapse of its own follows.  It clears the mover's flag itself
+    within a report interval; its server stays."""
+    restarted_with(cloud, made, {HOOK: f"fence decided={REHOME_PAUSE}"})
+    victim, server = a_server_on_a_service(cloud, made, servers, "ha-rejoin")
+    made.kill(cloud.stack, victim)
+    survivors = [h for h in made.hosts if h != victim]
+    wait_for(lambda: paused_survivor(made, survivors, "fence decided"),
+             FENCED_AFTER_KILL + 3 * ha.PERIODIC + 30, "a survivor deciding the fence")
+    made.envs.pop(victim, None)
+    made.start(cloud.stack, victim)
+    wait_for(lambda: ha.member_logged(made, victim), 120, f"{victim} a member again")
+
+    def forced():
+        return bool((cloud.nova.compute_service(victim) or {}).get("forced_down"))
+    seen = seen_within(forced, REHOME_PAUSE + 2 * SLACK)
+    at = time.monotonic()
+    seen_within(lambda: not forced(), ha.LEASE + ha.REPORT + SLACK)
+    facts = {"victim": victim, "forced_down_seen": seen,
+             "cleared_after_s": round(time.monotonic() - at, 1),
+             "stuck_forced_down": int(forced()), "server_stayed": host_of(cloud, server) == victim}
+    restarted_with(cloud, made, None)
+    return facts
+
+
+def operator_flag_kept(cloud, made, servers):
+    """A mover forced a dead service down and moved its server; an operator lifted the
+    flag while the service was still dead, then set it again (an evacuation tool's, say).
+    The service comes back and keeps the operator's flag."""
+    victim, server = a_server_on_a_service(cloud, made, servers, "ha-operator-flag")
+    made.kill(cloud.stack, victim)
+    wait_for(lambda: host_of(cloud, server) not in (None, victim),
+             FENCED_AFTER_KILL + 3 * ha.PERIODIC + 30, f"{server} moved off {victim}")
+    cloud.nova.set_forced_down(victim, False)
+    time.sleep(2 * ha.REPORT + SLACK)  # the movers' rounds: a name whose flag is lifted
+    cloud.nova.set_forced_down(victim, True)
+    made.start(cloud.stack, victim)
+    wait_for(lambda: ha.member_logged(made, victim), 120, f"{victim} a member again")
+    time.sleep(2 * ha.REPORT + SLACK)  # its own reads of its flag
+    kept = bool(cloud.nova.compute_service(victim)["forced_down"])
+    cloud.nova.set_forced_down(victim, False)  # the operator's, when done
+    wait_for(lambda: cloud.nova.compute_up(victim), 120, f"{victim} up again")
+    return {"victim": victim, "operator_flag_kept": kept,
+            "operator_flags_cleared": int(not kept)}
 
 
 def ironic_writes(cloud, mark, nodes):
@@ -714,6 +825,44 @@ def anti_affinity(cloud, made):
     return facts
 
 
+def anti_affinity_through_a_move(cloud, made):
+    """Two servers of a hard anti-affinity group on two services, the first on a node
+    that the ring gives to the second's service once the first is gone.  The first
+    service killed, its server is not moved onto the second (nova's evacuate refuses that
+    host too): it stays on the dead service, which restarts with it."""
+    homes = {node: hosts[0] for node, hosts in cloud.homes(made.nodes).items()}
+    offered = cloud.offered(made)
+    victim, other, node = next(
+        (a, b, n) for a in made.hosts for b in made.hosts if a != b for n in offered
+        if homes[n] == a and rp_ring.Ring({h for h in made.hosts if h != a}).owner(n) == b)
+    other_node = next(n for n in offered if homes[n] == other)
+    group = cloud.nova.server_group("ha-anti-move", "anti-affinity")
+    servers = [cloud.nova.boot("ha-anti-move-1", made.flavor, host=victim, node=node,
+                               group=group),
+               cloud.nova.boot("ha-anti-move-2", made.flavor, host=other, node=other_node,
+                               group=group)]
+    statuses = [cloud.nova.wait_built(server)["status"] for server in servers]
+    made.kill(cloud.stack, victim)
+    refused = f"not re-homed: server group {group} (anti-affinity"
+    wait_for(lambda: refused in made.since(other), FENCED_AFTER_KILL + 3 * ha.PERIODIC + 30,
+             f"{other} refusing to take {servers[0]}")
+    time.sleep(ha.REPORT + SLACK)  # a round after the refusal: still not moved
+    hosts = [host_of(cloud, server) for server in servers]
+    made.start(cloud.stack, victim)
+    wait_for(lambda: cloud.nova.compute_up(victim), 120, f"{victim} up again")
+    facts = {"statuses": statuses, "victim": victim, "hosts": hosts,
+             "moved_onto_one_service": int(hosts[0] == hosts[1]),
+             "operable_after_restart": cloud.nova.operable(servers[0], timeout=90)}
+    for server in servers:
+        cloud.nova.delete(server)
+    for server in servers:
+        cloud.nova.wait_gone(server)
+    cloud.nova.delete_server_group(group)
+    wait_for(lambda: cloud.offered(made) == set(made.nodes), 3 * ha.PERIODIC + 60,
+             "every node offered again")
+    return facts
+
+
 def in_nova_logs(cloud, text):
     """How many times ``text`` is in the logs of every nova service."""
     return sum(path.read_text(errors="replace").count(text)
@@ -890,6 +1039,28 @@ def test_a_mover_killed_half_way_is_finished_by_the_next_owner(ours):
     assert ours["mover"]["resumed"], ours["mover"]
 
 
+@pytest.mark.every_instant
+def test_a_mover_killed_after_each_step_of_a_move_is_finished_by_the_next_owner(ours):
+    """A mover killed right after each step of a move (the fence, the claim, the host,
+    the action, the compute node record): the next owner finishes every one."""
+    steps = [mover["step"] for mover in ours["movers"]]
+    assert sorted(steps) == sorted(hooks.PAUSE_POINTS), steps
+    assert ours["moves_left_unfinished"] == 0, ours["movers"]
+
+
+@pytest.mark.every_instant
+def test_a_service_forced_down_as_it_rejoins_clears_the_flag_within_a_lease(ours):
+    rejoin = ours["rejoin"]
+    assert rejoin["forced_down_seen"] and rejoin["stuck_forced_down"] == 0, rejoin
+    assert rejoin["server_stayed"], rejoin
+
+
+@pytest.mark.every_instant
+def test_an_operators_flag_is_kept_through_a_movers_cycle(ours):
+    flag = ours["operator_flag"]
+    assert flag["operator_flag_kept"] and flag["operator_flags_cleared"] == 0, flag
+
+
 def test_a_paused_service_that_resumes_acts_on_none_of_its_moved_servers(ours):
     """A paused service resumes after its servers moved: it acts on none of them."""
     paused = ours["pause"]
@@ -986,6 +1157,15 @@ def test_an_anti_affinity_group_boots_after_quiet_periodics(ours):
     anti = ours["anti_affinity"]
     assert anti["failed"] == 0 and anti["statuses"] == ["ACTIVE", "ACTIVE"], anti
     assert len(set(anti["hosts"])) == 2, anti
+
+
+def test_two_anti_affinity_members_are_never_moved_onto_one_service(ours):
+    """nova's evacuate check, kept by a move in the superconductor layout (no upcall):
+    the killed service's member stays where it is, and is operable once it is back."""
+    moved = ours["anti_affinity"]["move"]
+    assert moved["statuses"] == ["ACTIVE", "ACTIVE"], moved
+    assert moved["hosts"][0] == moved["victim"] and moved["moved_onto_one_service"] == 0, moved
+    assert moved["operable_after_restart"], moved
 
 
 def test_moves_send_nova_s_versioned_notifications_without_an_error(ours):

@@ -16,8 +16,8 @@ own ``file://`` driver (no nova database: a compute service of any cell reaches 
 import pytest
 from tooz import coordination
 
-from rp_reporter import membership
 from rp_reporter import group_record
+from rp_reporter import membership
 
 
 @pytest.fixture
@@ -73,3 +73,29 @@ def test_a_backend_not_answering_is_an_error_not_an_empty_record(tmp_path):
     record = group_record.GroupRecord("nova-a", group.durable)
     with pytest.raises(coordination.ToozError):
         record.members()
+
+
+def test_a_live_member_writes_back_what_the_backend_lost(backend):
+    """The backend's data gone (a restart without persistence, a flush): a live member
+    writes back the members it saw live and the flags it set that nova still has (not
+    one an operator lifted meanwhile)."""
+    record = group_record.GroupRecord("nova-a", backend.durable)
+    record.join("h1")
+    record.forced_down("h3", "h1")
+    for name in backend.durable.names("nova-a:"):
+        backend.durable.remove_name(name)
+    assert record.members() == set() and record.movers() == {}
+    members, movers = record.write_back({"h1", "h2", "h3"}, {"h3": "h1", "h4": "h1"},
+                                        {"h3": True, "h4": False})
+    assert members == record.members() == {"h1", "h2", "h3"}
+    assert movers == record.movers() == {"h3": "h1"}
+
+
+def test_a_movers_name_goes_once_two_reads_in_a_row_find_its_flag_lifted(backend):
+    record = group_record.GroupRecord("nova-a", backend.durable)
+    record.forced_down("h2", "h1")
+    record.forced_down("h3", "h1")
+    lifted = record.drop_lifted({"h2": False, "h3": True}, {})
+    assert lifted == {"h2": "h1"} and record.movers() == {"h2": "h1", "h3": "h1"}
+    assert record.drop_lifted({"h2": False, "h3": True}, lifted) == {"h2": "h1"}
+    assert record.movers() == {"h3": "h1"}

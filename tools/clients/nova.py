@@ -182,6 +182,12 @@ class Nova:
             "status": "enabled" if enabled else "disabled",
             **({} if enabled else {"disabled_reason": "test"})})
 
+    def set_forced_down(self, host, forced_down):
+        """``openstack compute service set --down`` (or ``--up``): as an operator, or
+        an evacuation tool such as Masakari, sets the flag."""
+        service = self.compute_service(host)
+        self._call("PUT", f"/os-services/{service['id']}", json={"forced_down": forced_down})
+
     def compute_up(self, host, since=None):
         """nova-compute ``host`` is up (and, with ``since``, a naive UTC datetime, has
         reported after it: a service restarted then has run its resource tracker's

@@ -41,8 +41,7 @@ from tools.localstack import process
 from tools.localstack import rabbitmq
 
 NAME = "nova"
-CELL = "cell1"  # the one cell of servers, its bus a virtual host of that name
-CELL_CONDUCTOR = "nova-cell1-conductor"
+CELL = "cell1"  # the first cell of servers; its bus a virtual host of that name
 CATALOG = ("compute", "nova", "/v2.1")
 # nova's [ironic] credentials must be system-scoped (Ironic 39 shows a project-scoped
 # admin no nodes); its writes to nodes (instance_uuid, provisioning) want admin.
@@ -62,9 +61,18 @@ def conf_dir(stack):
     return stack.service_dir(NAME)
 
 
-def cell_transport_url(stack):
-    """cell1's bus: the stack's broker, virtual host ``cell1``."""
-    return stack.transport_url.rstrip("/") + "/" + CELL
+def cell_transport_url(stack, cell=CELL):
+    """A cell's bus: the stack's broker, a virtual host named after the cell."""
+    return stack.transport_url.rstrip("/") + "/" + cell
+
+
+def cell_database(cell):
+    """A cell's database in MariaDB (cell1's is ``nova``, as nova-manage sets it up)."""
+    return "nova" if cell == CELL else f"nova_{cell}"
+
+
+def cell_conductor(cell):
+    return f"nova-{cell}-conductor"
 
 
 def common_sections(stack, host, transport_url=None):
@@ -114,12 +122,38 @@ def controller_sections(stack):
     return sections
 
 
-def cell_conductor_sections(stack):
-    """cell1's conductor: cell1's database and bus, no [api_database]."""
-    sections = common_sections(stack, "controller", cell_transport_url(stack))
-    sections.update({"database": {"connection": mariadb.url(stack, "nova")},
-                     "conductor": {"workers": "1"}})
-    return sections
+def cell_conductor_conf(stack, cell):
+    """A cell's conductor's nova.conf (its database and bus, no [api_database]),
+    written on first use; its path."""
+    path = os.path.join(conf_dir(stack), f"nova-{cell}.conf")
+    if not os.path.exists(path):
+        sections = common_sections(stack, "controller", cell_transport_url(stack, cell))
+        sections.update({"database": {"connection": mariadb.url(stack, cell_database(cell))},
+                         "conductor": {"workers": "1"}})
+        write_conf(path, sections)
+    return path
+
+
+def start_cell_conductor(stack, cell):
+    """The cell's bus (a virtual host) and its conductor."""
+    rabbitmq.ctl(stack, "add_vhost", cell)  # an error when it exists: that is fine
+    rabbitmq.ctl(stack, "set_permissions", "-p", cell, "guest", ".*", ".*", ".*", check=True)
+    stack.service(cell_conductor(cell)).spawn([process.venv_bin("nova-conductor"),
+                                               "--config-file", cell_conductor_conf(stack, cell)])
+
+
+def add_cell(stack, cell):
+    """Another cell beside cell1 (its own database, bus and conductor), mapped in the
+    API database as a deployment adds one (``nova-manage cell_v2 create_cell``)."""
+    mariadb.create(stack, cell_database(cell))
+    conf = cell_conductor_conf(stack, cell)
+    subprocess.run([process.venv_bin("nova-manage"), "--config-file", conf, "db", "sync"],
+                   check=True, capture_output=True)
+    manage(stack, "cell_v2", "create_cell", "--name", cell, "--transport-url",
+           cell_transport_url(stack, cell), "--database_connection",
+           mariadb.url(stack, cell_database(cell)))
+    start_cell_conductor(stack, cell)
+    process.log(f"{cell}: its database, bus and {cell_conductor(cell)}")
 
 
 def write_conf(path, sections):
@@ -168,16 +202,12 @@ def start(stack):
         manage(stack, "api_db", "sync")
         manage(stack, "cell_v2", "map_cell0", "--database_connection",
                mariadb.url(stack, "nova_cell0"))
-        write_conf(os.path.join(base, "nova-cell1.conf"), cell_conductor_sections(stack))
         manage(stack, "cell_v2", "create_cell", "--name", CELL,
                "--transport-url", cell_transport_url(stack))
         manage(stack, "db", "sync")
-    rabbitmq.ctl(stack, "add_vhost", CELL)  # an error when it exists: that is fine
-    rabbitmq.ctl(stack, "set_permissions", "-p", CELL, "guest", ".*", ".*", ".*", check=True)
     for command in ("nova-conductor", "nova-scheduler"):
         stack.service(command).spawn([process.venv_bin(command), "--config-file", conf])
-    stack.service(CELL_CONDUCTOR).spawn([process.venv_bin("nova-conductor"), "--config-file",
-                                         os.path.join(base, "nova-cell1.conf")])
+    start_cell_conductor(stack, CELL)
     # nova-api loads its paste pipeline from the first of OS_NOVA_CONFIG_FILES.
     process.serve_wsgi(stack.services[NAME], stack.ports[NAME], process.venv_bin("gunicorn"),
                        "nova.wsgi.osapi_compute:application", base,
@@ -190,22 +220,24 @@ def start(stack):
                        ("-w", "1", "--threads", "8"))
     process.wait_until(lambda: process.http_ok(stack.url(NAME) + "/v2.1"), 120, "nova-api")
     process.log(f"nova-api on {stack.ports[NAME]}, nova-scheduler, nova-conductor (the "
-                f"superconductor), {CELL_CONDUCTOR}")
+                f"superconductor), {cell_conductor(CELL)}")
 
 
 def stop(stack):
     process.stop_all([service for name, service in stack.services.items()
                       if name.startswith("nova-compute-")]
-                     + [stack.service(name) for name in ("nova-scheduler", CELL_CONDUCTOR,
-                                                         "nova-conductor", NAME)])
+                     + [service for name, service in stack.services.items()
+                        if name.startswith("nova-cell") and name.endswith("-conductor")]
+                     + [stack.service(name) for name in ("nova-scheduler", "nova-conductor",
+                                                         NAME)])
 
 
-def compute_conf(stack, host, driver, shard, sections):
-    """The nova.conf of compute service ``host``: no database (cell1's conductor is its
-    way to one), cell1's bus, ``compute_driver`` one of DRIVERS, its own ``[ironic]
-    shard`` (none when empty: nova's ring over its live services), then ``sections`` over
-    it (per key)."""
-    conf = common_sections(stack, host, cell_transport_url(stack))
+def compute_conf(stack, host, driver, shard, sections, cell=CELL):
+    """The nova.conf of compute service ``host`` of ``cell``: no database (its cell's
+    conductor is its way to one), its cell's bus, ``compute_driver`` one of DRIVERS, its
+    own ``[ironic] shard`` (none when empty: nova's ring over its live services), then
+    ``sections`` over it (per key)."""
+    conf = common_sections(stack, host, cell_transport_url(stack, cell))
     conf["DEFAULT"]["compute_driver"] = DRIVERS[driver]
     # nova's late check of a server group's policy is an upcall to the API database
     # (nova's cells v2 layout guide: off where computes cannot reach it).
@@ -222,7 +254,7 @@ def compute_conf(stack, host, driver, shard, sections):
     return conf
 
 
-def start_compute(stack, host, driver, shard, env=None, **sections):
+def start_compute(stack, host, driver, shard, env=None, cell=CELL, **sections):
     """Start (or restart with a new configuration) nova-compute ``host``, with ``env``
     over this process's environment; returns its log file.  Readiness is the caller's:
     os-services shows it up."""
@@ -232,7 +264,7 @@ def start_compute(stack, host, driver, shard, env=None, **sections):
                            "nova-compute from this Python's environment; install rp_reporter "
                            "there with its nova extra (pip install '.[nova]')")
     path = os.path.join(conf_dir(stack), f"compute-{host}.conf")
-    write_conf(path, compute_conf(stack, host, driver, shard, sections))
+    write_conf(path, compute_conf(stack, host, driver, shard, sections, cell))
     service = stack.service(f"nova-compute-{host}")
     service.stop()
     service.spawn([executable, "--config-file", path], env=env)

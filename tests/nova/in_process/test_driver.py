@@ -45,11 +45,11 @@ from nova.virt.ironic import ironic_states
 from openstack import exceptions as sdk_exc
 from openstack.baremetal.v1 import node as sdk_node
 
+from rp_reporter import group_record
 from rp_reporter import membership
 from rp_reporter import model
 from rp_reporter import nova_compute
 from rp_reporter import rehoming
-from rp_reporter import group_record
 from rp_reporter.nova_compute import guard
 from rp_reporter.nova_compute import periodic
 from rp_reporter.nova_compute import queued_builds
@@ -345,7 +345,8 @@ class Cell:
             ("forced down", svc.host)) or self.services.update({svc.host: (
                 svc.forced_down, self.services[svc.host][1])}))
         monkeypatch.setattr(objects.InstanceList, "get_by_host",
-                            lambda ctxt, host: [i for i in self.all() if i.host == host])
+                            lambda ctxt, host, expected_attrs=None: [
+                                i for i in self.all() if i.host == host])
         monkeypatch.setattr(objects.Instance, "get_by_uuid",
                             lambda ctxt, uuid, expected_attrs=None: next(
                                 i for i in self.all() if i.uuid == uuid))
@@ -395,7 +396,8 @@ def rehoming_job(members, ironic, down=(), locks=None, record=None):
 
 
 def an_instance(host, node):
-    return objects.Instance(uuid=str(uuid.uuid4()), node=node, host=host, task_state=None)
+    return objects.Instance(uuid=str(uuid.uuid4()), node=node, host=host, task_state=None,
+                            system_metadata={})
 
 
 def test_a_fenced_service_is_found_by_its_instances_not_its_node_records(

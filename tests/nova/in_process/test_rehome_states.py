@@ -299,7 +299,7 @@ def a_service_watching_its_flag(monkeypatch, service, record):
     monkeypatch.setattr(rehome, "service_record", lambda ctxt, host: service)
     ring = coordinated_ring.CoordinatedRing.__new__(coordinated_ring.CoordinatedRing)
     ring.membership, ring._lapses_seen = Membership(), None
-    ring._next_flag_check, ring._lifted_seen = 0.0, None
+    ring._next_flag_check, ring._lifted_seen = 0.0, {}
     ring.record = record
     ring.conf = type("Conf", (), {"coordination": type("C", (), {"group": "g"})})
     return ring
@@ -373,3 +373,23 @@ def test_an_operators_flag_set_after_it_lifted_a_movers_is_kept(monkeypatch):
     finally:
         CONF.clear_override("host")
     assert service.saved == [] and service.forced_down
+
+
+def test_a_movers_name_whose_flag_an_operator_lifted_goes_while_its_service_is_dead(
+        monkeypatch):
+    """A mover forced a dead service down; an operator lifted the flag while the service
+    is still dead (and may set it again before it returns).  The movers' rounds drop the
+    mover's name once two rounds in a row find the flag lifted; the service, back, then
+    finds no mover's flag to clear.  A name whose flag is still set stays."""
+    cell = Cell(monkeypatch, {HOSTS[0]: (False, 1), "lifted": (False, 3),
+                              "still-down": (True, 3)}, {})
+    record = a_record({HOSTS[0], "lifted", "still-down"})
+    record.forced_down("lifted", "compute-x")
+    record.forced_down("still-down", "compute-x")
+    job = rehoming_job({HOSTS[0]}, NodeLookup({}), down=["lifted", "still-down"],
+                       record=record)
+    job.run_once(nova_context.get_admin_context())
+    assert record.movers() == {"lifted": "compute-x", "still-down": "compute-x"}
+    job.run_once(nova_context.get_admin_context())
+    assert record.movers() == {"still-down": "compute-x"}
+    assert cell.moves == []
