@@ -815,6 +815,11 @@ def anti_affinity(cloud, made):
              "faults": [(b.get("fault") or {}).get("message", "")[:200] for b in built]}
     facts["failed"] = (sum(status != "ACTIVE" for status in facts["statuses"])
                        + sum(a != 1 for a in facts["attempts"]))
+    return group_deleted(cloud, made, group, servers, facts)
+
+
+def group_deleted(cloud, made, group, servers, facts):
+    """The group's servers and the group deleted, every node offered again; ``facts``."""
     for server in servers:
         cloud.nova.delete(server)
     for server in servers:
@@ -853,14 +858,7 @@ def anti_affinity_through_a_move(cloud, made):
     facts = {"statuses": statuses, "victim": victim, "hosts": hosts,
              "moved_onto_one_service": int(hosts[0] == hosts[1]),
              "operable_after_restart": cloud.nova.operable(servers[0], timeout=90)}
-    for server in servers:
-        cloud.nova.delete(server)
-    for server in servers:
-        cloud.nova.wait_gone(server)
-    cloud.nova.delete_server_group(group)
-    wait_for(lambda: cloud.offered(made) == set(made.nodes), 3 * ha.PERIODIC + 60,
-             "every node offered again")
-    return facts
+    return group_deleted(cloud, made, group, servers, facts)
 
 
 def in_nova_logs(cloud, text):

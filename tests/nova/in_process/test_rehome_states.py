@@ -49,45 +49,38 @@ pytestmark = pytest.mark.usefixtures("nova_config")
 
 
 class Servers:
-    """nova's database for the servers of one test: ``save`` is nova's compare-and-swap
-    on the task state; faults recorded; the server's block devices none."""
+    """The servers of one test in nova's own cell database (the ``cell`` fixture):
+    nova's real Instance objects and their save, a compare-and-swap on the task state;
+    faults and block device mappings read from it."""
 
-    def __init__(self, monkeypatch):
-        self.rows, self.faults = {}, []
-
-        def save(instance, expected_task_state=None):
-            row = self.rows[instance.uuid]
-            if expected_task_state is not None and row["task_state"] not in expected_task_state:
-                raise exception.UnexpectedTaskStateError(
-                    instance_uuid=instance.uuid, expected=expected_task_state,
-                    actual=row["task_state"])
-            row.update({f: getattr(instance, f) for f in instance.obj_what_changed() & set(row)})
-            instance.obj_reset_changes()
-
-        monkeypatch.setattr(objects.Instance, "save", save)
-        monkeypatch.setattr(objects.Instance, "get_by_uuid",
-                            lambda ctxt, uuid, expected_attrs=None: self.read(uuid))
-        monkeypatch.setattr(objects.Instance, "obj_load_attr", lambda instance, name: None)
-        monkeypatch.setattr(objects.InstanceFault, "create",
-                            lambda fault: self.faults.append(fault.message))
-        monkeypatch.setattr(objects.BlockDeviceMappingList, "get_by_instance_uuid",
-                            lambda ctxt, uuid: objects.BlockDeviceMappingList(objects=[]))
+    def __init__(self, ctxt):
+        self.ctxt = ctxt
 
     def add(self, vm_state, task_state, host):
         server = str(uuid.uuid4())
-        self.rows[server] = {"vm_state": vm_state, "task_state": task_state, "host": host}
+        objects.Instance(
+            context=self.ctxt, uuid=server, project_id="p", user_id="u", host=host,
+            node=str(uuid.uuid5(uuid.NAMESPACE_URL, server)), compute_id=1, vm_state=vm_state,
+            task_state=task_state, power_state=power_state.RUNNING, system_metadata={},
+            metadata={}, info_cache=objects.InstanceInfoCache(
+                network_info=network_model.NetworkInfo())).create()
         return server
 
     def read(self, server):
-        if server not in self.rows:
-            raise exception.InstanceNotFound(instance_id=server)
-        found = objects.Instance(
-            uuid=server, node=str(uuid.uuid5(uuid.NAMESPACE_URL, server)),
-            power_state=power_state.RUNNING, system_metadata={}, metadata={},
-            info_cache=objects.InstanceInfoCache(network_info=network_model.NetworkInfo()),
-            **self.rows[server])
-        found.obj_reset_changes()
-        return found
+        return objects.Instance.get_by_uuid(self.ctxt, server,
+                                            expected_attrs=["system_metadata", "info_cache"])
+
+    def state(self, server):
+        """(vm state, task state), or None once it is deleted."""
+        try:
+            found = self.read(server)
+        except exception.InstanceNotFound:
+            return None
+        return found.vm_state, found.task_state
+
+    def faults(self, server):
+        return [fault.message for fault in
+                objects.InstanceFaultList.get_by_instance_uuids(self.ctxt, [server])]
 
 
 class Running:
@@ -108,8 +101,7 @@ def a_manager(monkeypatch, servers):
     manager = object.__new__(nova_manager.ComputeManager)
     manager.host, manager.driver, manager.calls = CONF.host, Running(), []
     manager._delete_instance = lambda ctxt, instance, bdms: (
-        manager.calls.append(("delete", instance.task_state)),
-        servers.rows.pop(instance.uuid))
+        manager.calls.append(("delete", instance.task_state)), instance.destroy())
     manager.reboot_instance = lambda context, instance, block_device_info, reboot_type: (
         manager.calls.append(("reboot", reboot_type, instance.task_state)))
     manager.stop_instance = lambda context, instance, clean_shutdown: (
@@ -141,28 +133,26 @@ STATES = {
 
 
 @pytest.mark.parametrize("state", list(STATES))
-def test_a_moved_server_gets_novas_start_up_handling(monkeypatch, state):
+def test_a_moved_server_gets_novas_start_up_handling(monkeypatch, cell, state):
+    """nova's _init_instance on a server just moved here, in nova's own cell database:
+    what it asks of nova's manager, and the server's states and faults after."""
     (vm_state, task_state), (vm_after, task_after, asked) = STATES[state]
     CONF.set_override("host", HOSTS[0])
     try:
-        servers = Servers(monkeypatch)
+        servers = Servers(cell)
         server = servers.add(vm_state, task_state, HOSTS[0])  # just moved here
         manager = a_manager(monkeypatch, servers)
-        recovery.recover(manager, nova_context.get_admin_context(), servers.read(server),
-                         "compute-dead")
+        recovery.recover(manager, cell, servers.read(server), "compute-dead")
     finally:
         CONF.clear_override("host")
     assert manager.calls == asked
-    if vm_after is None:
-        assert server not in servers.rows  # deleted
-    else:
-        assert (servers.rows[server]["vm_state"], servers.rows[server]["task_state"]) == (
-            vm_after, task_after)
+    assert servers.state(server) == (None if vm_after is None else (vm_after, task_after))
+    faults = servers.faults(server) if vm_after is not None else []
     if state in ("a build",):
-        assert len(servers.faults) == 1 and "compute-dead was fenced during the build" in (
-            servers.faults[0]), servers.faults
+        assert len(faults) == 1 and "compute-dead was fenced during the build" in (
+            faults[0]), faults
     else:
-        assert servers.faults == []
+        assert faults == []
 
 
 class Membership:
