@@ -13,6 +13,8 @@
 """nova's own cell database for the state handling's tests (nova's test fixture: the
 real schema on sqlite), so nova's real Instance objects save by their compare-and-swap."""
 
+import contextlib
+
 import nova.conf
 import pytest
 from nova import context as nova_context
@@ -22,13 +24,24 @@ from nova.tests import fixtures as nova_fixtures
 CONF = nova.conf.CONF
 
 
+@contextlib.contextmanager
+def cell_database():
+    """nova's cell database (its fixture: the real schema on sqlite) in the
+    configuration already loaded; an admin context."""
+    CONF.set_override("connection", "sqlite://", group="database")
+    database = nova_fixtures.Database(database="main")
+    database.setUp()
+    try:
+        yield nova_context.get_admin_context()
+    finally:
+        database.cleanUp()
+        CONF.clear_override("connection", group="database")
+
+
 @pytest.fixture
 def cell():
     CONF([], project="nova")
-    CONF.set_override("connection", "sqlite://", group="database")
     objects.register_all()
-    database = nova_fixtures.Database(database="main")
-    database.setUp()
-    yield nova_context.get_admin_context()
-    database.cleanUp()
+    with cell_database() as ctxt:
+        yield ctxt
     CONF.reset()

@@ -34,6 +34,7 @@ from rp_reporter.nova_compute import coordinated_ring
 from rp_reporter.nova_compute import guard
 from rp_reporter.nova_compute import recovery
 from rp_reporter.nova_compute import rehome
+from tests.nova.in_process.conftest import cell_database
 from tests.nova.in_process.test_driver import CONF
 from tests.nova.in_process.test_driver import HOSTS
 from tests.nova.in_process.test_driver import Cell
@@ -133,21 +134,23 @@ STATES = {
 
 
 @pytest.mark.parametrize("state", list(STATES))
-def test_a_moved_server_gets_novas_start_up_handling(monkeypatch, cell, state):
+def test_a_moved_server_gets_novas_start_up_handling(monkeypatch, state):
     """nova's _init_instance on a server just moved here, in nova's own cell database:
     what it asks of nova's manager, and the server's states and faults after."""
     (vm_state, task_state), (vm_after, task_after, asked) = STATES[state]
     CONF.set_override("host", HOSTS[0])
-    try:
-        servers = Servers(cell)
-        server = servers.add(vm_state, task_state, HOSTS[0])  # just moved here
-        manager = a_manager(monkeypatch, servers)
-        recovery.recover(manager, cell, servers.read(server), "compute-dead")
-    finally:
-        CONF.clear_override("host")
+    with cell_database() as ctxt:
+        try:
+            servers = Servers(ctxt)
+            server = servers.add(vm_state, task_state, HOSTS[0])  # just moved here
+            manager = a_manager(monkeypatch, servers)
+            recovery.recover(manager, ctxt, servers.read(server), "compute-dead")
+        finally:
+            CONF.clear_override("host")
+        state_after = servers.state(server)
+        faults = servers.faults(server) if vm_after is not None else []
     assert manager.calls == asked
-    assert servers.state(server) == (None if vm_after is None else (vm_after, task_after))
-    faults = servers.faults(server) if vm_after is not None else []
+    assert state_after == (None if vm_after is None else (vm_after, task_after))
     if state in ("a build",):
         assert len(faults) == 1 and "compute-dead was fenced during the build" in (
             faults[0]), faults
