@@ -153,6 +153,10 @@ def add_cell(stack, cell):
            cell_transport_url(stack, cell), "--database_connection",
            mariadb.url(stack, cell_database(cell)))
     start_cell_conductor(stack, cell)
+    # nova-api, nova-scheduler and the superconductor read the cells once: restarted, as
+    # nova's cells v2 guide asks after a cell is added.
+    process.stop_all(controllers(stack))
+    start_controllers(stack)
     process.log(f"{cell}: its database, bus and {cell_conductor(cell)}")
 
 
@@ -184,7 +188,7 @@ def wait_mapped(stack, hosts, timeout=180):
     def mapped():
         manage(stack, "cell_v2", "discover_hosts")
         return not unmapped(stack, hosts)
-    process.wait_until(mapped, timeout, f"nova-compute {', '.join(hosts)} mapped to cell1",
+    process.wait_until(mapped, timeout, f"nova-compute {', '.join(hosts)} mapped to a cell",
                        interval=1)
 
 
@@ -205,9 +209,16 @@ def start(stack):
         manage(stack, "cell_v2", "create_cell", "--name", CELL,
                "--transport-url", cell_transport_url(stack))
         manage(stack, "db", "sync")
+    start_cell_conductor(stack, CELL)
+    start_controllers(stack)
+
+
+def start_controllers(stack):
+    """nova-api, nova-scheduler and the superconductor (the top of the layout)."""
+    base = conf_dir(stack)
+    conf = os.path.join(base, "nova.conf")
     for command in ("nova-conductor", "nova-scheduler"):
         stack.service(command).spawn([process.venv_bin(command), "--config-file", conf])
-    start_cell_conductor(stack, CELL)
     # nova-api loads its paste pipeline from the first of OS_NOVA_CONFIG_FILES.
     process.serve_wsgi(stack.services[NAME], stack.ports[NAME], process.venv_bin("gunicorn"),
                        "nova.wsgi.osapi_compute:application", base,
@@ -220,7 +231,11 @@ def start(stack):
                        ("-w", "1", "--threads", "8"))
     process.wait_until(lambda: process.http_ok(stack.url(NAME) + "/v2.1"), 120, "nova-api")
     process.log(f"nova-api on {stack.ports[NAME]}, nova-scheduler, nova-conductor (the "
-                f"superconductor), {cell_conductor(CELL)}")
+                f"superconductor)")
+
+
+def controllers(stack):
+    return [stack.service(name) for name in ("nova-scheduler", "nova-conductor", NAME)]
 
 
 def stop(stack):
@@ -228,8 +243,7 @@ def stop(stack):
                       if name.startswith("nova-compute-")]
                      + [service for name, service in stack.services.items()
                         if name.startswith("nova-cell") and name.endswith("-conductor")]
-                     + [stack.service(name) for name in ("nova-scheduler", "nova-conductor",
-                                                         NAME)])
+                     + controllers(stack))
 
 
 def compute_conf(stack, host, driver, shard, sections, cell=CELL):
