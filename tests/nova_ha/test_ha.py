@@ -361,7 +361,11 @@ HOOK = "RP_REPORTER_TEST_REHOME_PAUSE_AFTER"  # hooks.pause_after
 
 
 def restarted_with(cloud, made, env):
-    """Every service restarted with ``env`` (a test hook's, or none), the fleet settled."""
+    """Every service restarted with ``env`` (a test hook's, or none), the fleet settled
+    and each service reporting to nova since: nova's start-up has run (a build booked on
+    a node of a service still starting is put in ERROR by nova's own start-up,
+    ``_error_out_instances_whose_build_was_interrupted``)."""
+    since = utc_now()
     for host in made.hosts:
         if env:
             made.envs[host] = dict(env)
@@ -372,6 +376,9 @@ def restarted_with(cloud, made, env):
         wait_for(lambda h=host: ha.member_logged(made, h), 120, f"{host} restarted")
     wait_for(lambda: all(len(h) == 1 for h in cloud.homes(made.nodes).values())
              and len(cloud.offered(made)) >= 3, 120, "the fleet settled after restart")
+    for host in made.hosts:
+        wait_for(lambda h=host: cloud.nova.compute_up(h, since), 120,
+                 f"{host} reporting since its restart")
 
 
 def a_server_on_a_service(cloud, made, servers, name):
