@@ -405,7 +405,7 @@ def mover_killed(cloud, made, servers, step="action"):
     by default between moving an instance and its compute node record) is finished by
     the next ring owner once the mover is fenced in turn."""
     restarted_with(cloud, made, {HOOK: f"{step}={REHOME_PAUSE}"})
-    victim, _ = a_server_on_a_service(cloud, made, servers, "ha-mover")
+    victim, server = a_server_on_a_service(cloud, made, servers, "ha-mover")
     moving = [s for s in servers if cloud.nova.server(s)["OS-EXT-SRV-ATTR:host"] == victim]
     made.kill(cloud.stack, victim)
     survivors = [h for h in made.hosts if h != victim]
@@ -432,7 +432,17 @@ def mover_killed(cloud, made, servers, step="action"):
         made.envs.pop(host, None)
         made.start(cloud.stack, host)
         wait_for(lambda h=host: cloud.nova.compute_up(h), 120, f"{host} up again")
+    if step != "action":  # the first story's server stays for the stories after it
+        story_server_deleted(cloud, servers, server)
     return facts
+
+
+def story_server_deleted(cloud, servers, server):
+    """A story's own server deleted (the fleet has 9 nodes, and each story of a mover
+    stopped at an instant takes one): its node is free for the next."""
+    cloud.nova.delete(server)
+    cloud.nova.wait_gone(server)
+    servers.pop(server, None)
 
 
 def seen_within(check, timeout):
@@ -468,6 +478,7 @@ def forced_down_as_it_rejoins(cloud, made, servers):
              "cleared_after_s": round(time.monotonic() - at, 1),
              "stuck_forced_down": int(forced()), "server_stayed": host_of(cloud, server) == victim}
     restarted_with(cloud, made, None)
+    story_server_deleted(cloud, servers, server)
     return facts
 
 
@@ -488,6 +499,7 @@ def operator_flag_kept(cloud, made, servers):
     kept = bool(cloud.nova.compute_service(victim)["forced_down"])
     cloud.nova.set_forced_down(victim, False)  # the operator's, when done
     wait_for(lambda: cloud.nova.compute_up(victim), 120, f"{victim} up again")
+    story_server_deleted(cloud, servers, server)
     return {"victim": victim, "operator_flag_kept": kept,
             "operator_flags_cleared": int(not kept)}
 
