@@ -46,6 +46,9 @@ from tools.wait import wait_until
 
 SLACK = 5  # seconds of a 2-core machine running a whole cloud
 REHOME_PAUSE = 15  # s between a re-homing's two steps, in the mover scenario only
+# s a mover waits between deciding a fence and writing it, in the rejoin story: longer
+# than the fenced service's restart and rejoin (15 s was not: it rejoined after the fence)
+REJOIN_PAUSE = 45
 # When a dead service is fenced twice over, at the latest: its lease ran out (its last
 # renewal came before the kill) and nova's servicegroup reports it down (its last
 # report came at most report_interval before the kill).
@@ -459,7 +462,7 @@ def forced_down_as_it_rejoins(cloud, made, servers):
     report), and the service came back right then: it is forced down just after it
     rejoined, and no lapse of its own follows.  It clears the mover's flag itself
     within a report interval; its server stays."""
-    restarted_with(cloud, made, {HOOK: f"fence decided={REHOME_PAUSE}"})
+    restarted_with(cloud, made, {HOOK: f"fence decided={REJOIN_PAUSE}"})
     victim, server = a_server_on_a_service(cloud, made, servers, "ha-rejoin")
     made.kill(cloud.stack, victim)
     survivors = [h for h in made.hosts if h != victim]
@@ -471,7 +474,7 @@ def forced_down_as_it_rejoins(cloud, made, servers):
 
     def forced():
         return bool((cloud.nova.compute_service(victim) or {}).get("forced_down"))
-    seen = seen_within(forced, REHOME_PAUSE + 2 * SLACK)
+    seen = seen_within(forced, REJOIN_PAUSE + 2 * SLACK)
     at = time.monotonic()
     seen_within(lambda: not forced(), ha.LEASE + ha.REPORT + SLACK)
     facts = {"victim": victim, "forced_down_seen": seen,
