@@ -796,9 +796,12 @@ def build_queued_to_the_dead(cloud, made):
     finally:
         made.kill(cloud.stack, victim)
     facts = {"host": victim}
-    found = out_of_build(cloud, server)
-    facts.update(status=found["status"], fault=(found.get("fault") or {}).get("message", ""))
+    facts["status"] = out_of_build(cloud, server)["status"]
     facts["node_offered"] = offered_again(cloud, made, node, 3 * ha.PERIODIC + 30)
+    # read once the node is offered: the survivor writes the fault after the server's
+    # ERROR (its compare-and-swap first) and before it gives the allocation back
+    found = cloud.nova.server(server)
+    facts["fault"] = (found.get("fault") or {}).get("message", "")
     # read once the node is offered: the server goes to ERROR a moment before its
     # allocation is given back
     facts["allocations_left"] = len(cloud.placement.allocations(server) or {})
