@@ -85,6 +85,8 @@ RECHECK_REFUSED_S = 300
 START_UP = "nova's start-up handling"
 AFTER_THE_MOVE = ("action", "compute node record", START_UP)
 START_UP_ATTEMPTS = 3
+
+
 def service_record(ctxt, host):
     """nova's Service record of compute ``host``, or None when it has none."""
     try:
