@@ -94,6 +94,7 @@ class CoordinatedRing:
         self._lapses_seen = None  # the membership's lapses when forced_down was last checked
         self._next_flag_check = 0.0  # and when it is read again
         self._lifted_seen = {}  # a mover's name found with its flag lifted, at that read
+        self._reports_at_start = None  # nova's report_count of this service, first read
         # Released nodes' providers leave the cache nova's resource tracker writes through.
         self.provider_cache = provider_cache.ProviderCache(lambda: novas_report_client(driver))
 
@@ -181,15 +182,19 @@ class CoordinatedRing:
         (``self_fence``): the flag is then cleared at its start.  Its servers moved
         meanwhile are refused one by one (``guard``), so a live member need not stay
         down.  After a lapse the service also records itself as a member of the group
-        (``group_record``).  Once nova has this service's record (made after
-        init_host); tried again until nova and the backend answer."""
+        (``group_record``).  Only once nova's start-up is done, seen as a report of
+        this process to nova: cleared during init_host, the flag would show nova's
+        scheduler a service up by its last report before it died, and nova's start-up
+        puts a build sent to it then in ERROR (it ends every build with an allocation
+        on its nodes that it finds in BUILD).  Counted, not timed: the record's
+        updated_at is the conductor's clock.  Tried again until nova and the backend answer."""
         group = self.membership
         lapsed = self._lapses_seen != group.lapses
         if group.fenced or not (lapsed or time.monotonic() >= self._next_flag_check):
             return
         ctxt = nova_context.get_admin_context()
         service = rehome.service_record(ctxt, CONF.host)
-        if service is None:
+        if service is None or not self._reported_since_start(service):
             return
         if lapsed:
             self.record.join(CONF.host)
@@ -209,6 +214,13 @@ class CoordinatedRing:
                                                     self._lifted_seen)
         self._lapses_seen = group.lapses
         self._next_flag_check = time.monotonic() + max(1, CONF.report_interval)
+
+    def _reported_since_start(self, service):
+        """Whether nova's record of this service counts a report made after the first
+        read of it by this process (nova reports only once its start-up is done)."""
+        if self._reports_at_start is None:
+            self._reports_at_start = service.report_count
+        return service.report_count > self._reports_at_start
 
     # The ring on nova's node cache ----------------------------------------
 

@@ -251,6 +251,22 @@ def start_fleet(cloud, made):
     wait_for(homes_held, 6 * PERIODIC + 60, f"{made.name}: the ring settled")
 
 
+def restart(cloud, made, host, timeout=120):
+    """(Re)start ``host`` and wait until nova has its report since: nova's start-up
+    has run.  Up by its report from before it died is not enough: nova's start-up
+    puts in ERROR a build sent to it meanwhile (its allocation on a node of this
+    service, the build not claimed yet)."""
+    since = utc_now()
+    made.start(cloud.stack, host)
+    wait_for(lambda: cloud.nova.compute_up(host, since), timeout,
+             f"{host} up again, reporting since its restart")
+
+
+def utc_now():
+    """Now as nova's API gives times: naive UTC."""
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
 def log_time(at):
     """A nova log line's timestamp (local time, to the millisecond) as time.time()."""
     return datetime.datetime.strptime(at, "%Y-%m-%d %H:%M:%S.%f").timestamp()

@@ -139,8 +139,7 @@ def kill_and_watch(cloud, made, victim, servers, in_maintenance, rehomes):
 
     # 4. The dead service comes back.
     restarted_at = time.time()
-    made.start(cloud.stack, victim)
-    wait_for(lambda: cloud.nova.compute_up(victim), 120, f"{victim} up again")
+    ha.restart(cloud, made, victim)
     wait_for(lambda: all(len(h) == 1 for h in cloud.homes(made.nodes).values()), 60,
              "one compute node record per node")
     time.sleep(2 * ha.PERIODIC)  # the ring settles: every service has run its tracker
@@ -368,7 +367,7 @@ def restarted_with(cloud, made, env):
     and each service reporting to nova since: nova's start-up has run (a build booked on
     a node of a service still starting is put in ERROR by nova's own start-up,
     ``_error_out_instances_whose_build_was_interrupted``)."""
-    since = utc_now()
+    since = ha.utc_now()
     for host in made.hosts:
         if env:
             made.envs[host] = dict(env)
@@ -433,8 +432,7 @@ def mover_killed(cloud, made, servers, step="action"):
         facts["resumed"] = False
     for host in (victim, mover):  # back to three, without the pause
         made.envs.pop(host, None)
-        made.start(cloud.stack, host)
-        wait_for(lambda h=host: cloud.nova.compute_up(h), 120, f"{host} up again")
+        ha.restart(cloud, made, host)
     if step != "action":  # the first story's server stays for the stories after it
         story_server_deleted(cloud, servers, server)
     return facts
@@ -517,10 +515,6 @@ def ironic_writes(cloud, mark, nodes):
                for n in nodes)
 
 
-def utc_now():
-    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
-
-
 def after(at, since):
     """An event's start time (nova's ISO text, UTC) at or after ``since``."""
     return datetime.datetime.fromisoformat(at[:19]) >= since.replace(microsecond=0)
@@ -587,7 +581,7 @@ def pause_and_resume(cloud, made, servers):
         theirs.append(server)
     rebooted, deleted = theirs[:2]
     deleted_node = servers[deleted]
-    paused_at = utc_now()
+    paused_at = ha.utc_now()
     service = cloud.stack.service(f"nova-compute-{victim}")
     seen = {s: set() for s in theirs}  # the hosts each server was seen on, after the pause
 
@@ -623,7 +617,7 @@ def pause_and_resume(cloud, made, servers):
                 facts[what] = 0
             except AssertionError:
                 facts[what] = 1
-        moved_at = utc_now()
+        moved_at = ha.utc_now()
         mark = pathlib.Path(cloud.stack.workdir, "ironic.log").stat().st_size
     finally:
         try:
@@ -683,8 +677,7 @@ def killed_during_deploy(cloud, made):
     facts.update(status=found["status"], moved_to=found["OS-EXT-SRV-ATTR:host"],
                  fault=(found.get("fault") or {}).get("message", ""),
                  builds_stuck=int(found["status"] == "BUILD"))
-    made.start(cloud.stack, victim)
-    wait_for(lambda: cloud.nova.compute_up(victim), 120, f"{victim} up again")
+    ha.restart(cloud, made, victim)
     facts["node_cleaned"] = deleted_and_freed(cloud, made, server, node)
     return facts
 
@@ -805,8 +798,7 @@ def build_queued_to_the_dead(cloud, made):
     # read once the node is offered: the server goes to ERROR a moment before its
     # allocation is given back
     facts["allocations_left"] = len(cloud.placement.allocations(server) or {})
-    made.start(cloud.stack, victim)
-    wait_for(lambda: cloud.nova.compute_up(victim), 120, f"{victim} up again")
+    ha.restart(cloud, made, victim)
     time.sleep(2 * ha.PERIODIC)  # its queue is read, its periodics run
     facts.update(status_after_return=cloud.nova.server(server)["status"],
                  node_instance_after_return=made.ironic.get(node)["instance_uuid"],
@@ -878,8 +870,7 @@ def anti_affinity_through_a_move(cloud, made):
              f"{other} refusing to take {servers[0]}")
     time.sleep(ha.REPORT + SLACK)  # a round after the refusal: still not moved
     hosts = [host_of(cloud, server) for server in servers]
-    made.start(cloud.stack, victim)
-    wait_for(lambda: cloud.nova.compute_up(victim), 120, f"{victim} up again")
+    ha.restart(cloud, made, victim)
     facts = {"statuses": statuses, "victim": victim, "hosts": hosts,
              "moved_onto_one_service": int(hosts[0] == hosts[1]),
              "operable_after_restart": cloud.nova.operable(servers[0], timeout=90)}
@@ -950,7 +941,7 @@ def replacement_host(cloud, made, servers):
     rebooted, deleted = list(servers)[:2]
     cloud.nova.reboot(rebooted)
     cloud.nova.delete(deleted)
-    killed_at = utc_now()
+    killed_at = ha.utc_now()
     for host in made.hosts:
         made.kill(cloud.stack, host)
     new = f"{made.name}-new"
@@ -982,7 +973,7 @@ def replacement_host(cloud, made, servers):
         for server in [s for s in servers if cloud.nova.server(s) is None]:
             del servers[server]  # the delete finished before its service died
         facts["in_flight_deleted"] = deleted not in servers
-        restarted = utc_now()
+        restarted = ha.utc_now()
         made.start(cloud.stack, new)
         wait_for(lambda: cloud.nova.compute_up(new, since=restarted), 120,
                  f"{new} up after a restart")

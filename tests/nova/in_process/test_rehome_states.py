@@ -277,21 +277,24 @@ def test_a_claim_left_by_a_mover_that_died_is_finished_by_the_next_owner(
 
 
 class Saved:
-    """A service record whose save is recorded."""
+    """A service record whose save is recorded (nova's reports counted)."""
 
     def __init__(self, forced_down):
-        self.forced_down, self.saved = forced_down, []
+        self.forced_down, self.saved, self.report_count = forced_down, [], 1
 
     def save(self):
         self.saved.append(self.forced_down)
 
 
-def a_service_watching_its_flag(monkeypatch, service, record):
+def a_service_watching_its_flag(monkeypatch, service, record, starting=False):
     """compute-a's ring as its renewal thread has it: a live member whose flag is read
-    at its first renewal, ``service`` its Service record, ``record`` the group's."""
+    at its first renewal, ``service`` its Service record, ``record`` the group's; nova's
+    start-up done (a report counted since the ring first read the record), unless
+    ``starting``."""
     monkeypatch.setattr(rehome, "service_record", lambda ctxt, host: service)
     ring = coordinated_ring.CoordinatedRing.__new__(coordinated_ring.CoordinatedRing)
     ring.membership, ring._lapses_seen = Membership(), None
+    ring._reports_at_start = None if starting else service.report_count - 1
     ring._next_flag_check, ring._lifted_seen = 0.0, {}
     ring.record = record
     ring.conf = type("Conf", (), {"coordination": type("C", (), {"group": "g"})})
@@ -324,6 +327,27 @@ def test_a_service_live_again_clears_only_a_forced_down_a_mover_set(
     assert record.members() == {HOSTS[0]}
     assert service.saved == ([False] if mover else [])
     assert record.movers() == {}
+
+
+def test_a_movers_flag_stays_until_nova_has_the_restarted_services_first_report(
+        monkeypatch):
+    """Restarted after a mover forced it down: the flag stays while nova's start-up
+    runs (cleared then, nova would show its scheduler a service up by its last report
+    before it died, and its start-up would end a build sent meanwhile in ERROR), and
+    goes at the first read after nova counts a report of this process."""
+    CONF.set_override("host", HOSTS[0])
+    try:
+        service, record = Saved(forced_down=True), a_record(())
+        record.forced_down(HOSTS[0], "compute-b")
+        ring = a_service_watching_its_flag(monkeypatch, service, record, starting=True)
+        ring._clear_forced_down_once_live()  # at its join, in the driver's init_host
+        read_again(ring, monkeypatch)  # nova's init_host still running
+        assert service.saved == [] and record.movers() == {HOSTS[0]: "compute-b"}
+        service.report_count += 1  # nova's Service.start done: its first report
+        ring._clear_forced_down_once_live()
+    finally:
+        CONF.clear_override("host")
+    assert service.saved == [False] and record.movers() == {}
 
 
 def test_forced_down_by_a_mover_just_after_it_rejoined_is_cleared_within_an_interval(
