@@ -13,8 +13,6 @@
 """nova's own cell database for the state handling's tests (nova's test fixture: the
 real schema on sqlite), so nova's real Instance objects save by their compare-and-swap."""
 
-import contextlib
-
 import nova.conf
 import pytest
 from nova import context as nova_context
@@ -24,10 +22,11 @@ from nova.tests import fixtures as nova_fixtures
 CONF = nova.conf.CONF
 
 
-@contextlib.contextmanager
-def cell_database():
-    """nova's cell database (its fixture: the real schema on sqlite) in the
-    configuration already loaded; an admin context."""
+@pytest.fixture
+def cell():
+    """nova's cell database (its fixture: the real schema on sqlite); an admin context."""
+    CONF([], project="nova")
+    objects.register_all()
     CONF.set_override("connection", "sqlite://", group="database")
     database = nova_fixtures.Database(database="main")
     database.setUp()
@@ -36,12 +35,4 @@ def cell_database():
     finally:
         database.cleanUp()
         CONF.clear_override("connection", group="database")
-
-
-@pytest.fixture
-def cell():
-    CONF([], project="nova")
-    objects.register_all()
-    with cell_database() as ctxt:
-        yield ctxt
-    CONF.reset()
+        CONF.reset()

@@ -10,10 +10,10 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""What a move does to a server in each state, with nova's real classes: nova's own
-``ComputeManager._init_instance`` run by the new home (``recovery``), the check in front
-of nova's manager (``guard``), the fence's scope (the group's record), a claim left by
-a mover that died, and the forced-down flag a service clears."""
+"""What a move does around a server's state, with nova's real classes: the check in
+front of nova's manager (``guard``), the fence's scope (the group's record), a claim
+left by a mover that died, and the forced-down flag a service clears.  What the new
+home does to the server in each state: test_rehome_handlers."""
 
 import threading
 import time
@@ -21,20 +21,12 @@ import uuid
 
 import pytest
 from nova import context as nova_context
-from nova import exception
-from nova import objects
-from nova.compute import manager as nova_manager
-from nova.compute import power_state
 from nova.compute import task_states
-from nova.compute import vm_states
-from nova.network import model as network_model
 
 from rp_reporter.nova_compute import claim
 from rp_reporter.nova_compute import coordinated_ring
 from rp_reporter.nova_compute import guard
-from rp_reporter.nova_compute import recovery
 from rp_reporter.nova_compute import rehome
-from tests.nova.in_process.conftest import cell_database
 from tests.nova.in_process.test_driver import CONF
 from tests.nova.in_process.test_driver import HOSTS
 from tests.nova.in_process.test_driver import Cell
@@ -47,115 +39,6 @@ from tests.nova.in_process.test_driver import nova_config  # noqa: F401 - a fixt
 from tests.nova.in_process.test_driver import rehoming_job
 
 pytestmark = pytest.mark.usefixtures("nova_config")
-
-
-class Servers:
-    """The servers of one test in nova's own cell database (the ``cell`` fixture):
-    nova's real Instance objects and their save, a compare-and-swap on the task state;
-    faults and block device mappings read from it."""
-
-    def __init__(self, ctxt):
-        self.ctxt = ctxt
-
-    def add(self, vm_state, task_state, host):
-        server = str(uuid.uuid4())
-        objects.Instance(
-            context=self.ctxt, uuid=server, project_id="p", user_id="u", host=host,
-            node=str(uuid.uuid5(uuid.NAMESPACE_URL, server)), compute_id=1, vm_state=vm_state,
-            task_state=task_state, power_state=power_state.RUNNING, system_metadata={},
-            metadata={}, info_cache=objects.InstanceInfoCache(
-                network_info=network_model.NetworkInfo())).create()
-        return server
-
-    def read(self, server):
-        return objects.Instance.get_by_uuid(self.ctxt, server,
-                                            expected_attrs=["system_metadata", "info_cache"])
-
-    def state(self, server):
-        """(vm state, task state), or None once it is deleted."""
-        try:
-            found = self.read(server)
-        except exception.InstanceNotFound:
-            return None
-        return found.vm_state, found.task_state
-
-    def faults(self, server):
-        return [fault.message for fault in
-                objects.InstanceFaultList.get_by_instance_uuids(self.ctxt, [server])]
-
-
-class Running:
-    """nova's virt driver for _init_instance: every server running."""
-
-    @staticmethod
-    def get_info(instance, use_cache=True):
-        return type("Info", (), {"state": power_state.RUNNING})()
-
-    @staticmethod
-    def plug_vifs(instance, network_info):
-        pass
-
-
-def a_manager(monkeypatch, servers):
-    """nova's ComputeManager of this host, its real _init_instance; what it asks of its
-    own request handlers (a delete, a reboot, a stop, a start) recorded in ``calls``."""
-    manager = object.__new__(nova_manager.ComputeManager)
-    manager.host, manager.driver, manager.calls = CONF.host, Running(), []
-    manager._delete_instance = lambda ctxt, instance, bdms: (
-        manager.calls.append(("delete", instance.task_state)), instance.destroy())
-    manager.reboot_instance = lambda context, instance, block_device_info, reboot_type: (
-        manager.calls.append(("reboot", reboot_type, instance.task_state)))
-    manager.stop_instance = lambda context, instance, clean_shutdown: (
-        manager.calls.append(("stop", instance.task_state)))
-    manager.start_instance = lambda context, instance: (
-        manager.calls.append(("start", instance.task_state)))
-    return manager
-
-
-# (vm state, task state the fenced service left) -> (vm state, task state after, what
-# nova's manager was asked to do)
-STATES = {
-    "a build": ((vm_states.BUILDING, task_states.SPAWNING), (vm_states.ERROR, None, [])),
-    "a rebuild": ((vm_states.ACTIVE, task_states.REBUILD_SPAWNING), (vm_states.ERROR, None, [])),
-    "a delete": ((vm_states.ACTIVE, task_states.DELETING), (None, None,
-                                                           [("delete", task_states.DELETING)])),
-    "a hard reboot asked": ((vm_states.ACTIVE, task_states.REBOOTING_HARD), (
-        vm_states.ACTIVE, None, [("reboot", "HARD", task_states.REBOOT_PENDING_HARD)])),
-    "a soft reboot asked": ((vm_states.ACTIVE, task_states.REBOOTING), (
-        vm_states.ACTIVE, None, [("reboot", "SOFT", task_states.REBOOT_PENDING)])),
-    "a power off": ((vm_states.ACTIVE, task_states.POWERING_OFF), (
-        vm_states.ACTIVE, None, [("stop", task_states.POWERING_OFF)])),
-    "a power on": ((vm_states.STOPPED, task_states.POWERING_ON), (
-        vm_states.STOPPED, None, [("start", task_states.POWERING_ON)])),
-    "a snapshot": ((vm_states.ACTIVE, task_states.IMAGE_SNAPSHOT), (vm_states.ACTIVE, None, [])),
-    "a rescue asked": ((vm_states.ACTIVE, task_states.RESCUING), (vm_states.ACTIVE, None, [])),
-    "idle": ((vm_states.ACTIVE, None), (vm_states.ACTIVE, None, [])),
-}
-
-
-@pytest.mark.parametrize("state", list(STATES))
-def test_a_moved_server_gets_novas_start_up_handling(monkeypatch, state):
-    """nova's _init_instance on a server just moved here, in nova's own cell database:
-    what it asks of nova's manager, and the server's states and faults after."""
-    (vm_state, task_state), (vm_after, task_after, asked) = STATES[state]
-    CONF.set_override("host", HOSTS[0])
-    with cell_database() as ctxt:
-        try:
-            servers = Servers(ctxt)
-            server = servers.add(vm_state, task_state, HOSTS[0])  # just moved here
-            manager = a_manager(monkeypatch, servers)
-            recovery.recover(manager, ctxt, servers.read(server), "compute-dead")
-        finally:
-            CONF.clear_override("host")
-        state_after = servers.state(server)
-        faults = servers.faults(server) if vm_after is not None else []
-    assert manager.calls == asked
-    assert state_after == (None if vm_after is None else (vm_after, task_after))
-    if state in ("a build",):
-        assert len(faults) == 1 and "compute-dead was fenced during the build" in (
-            faults[0]), faults
-    else:
-        assert faults == []
 
 
 class Membership:
