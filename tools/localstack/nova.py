@@ -147,8 +147,10 @@ def add_cell(stack, cell):
     API database as a deployment adds one (``nova-manage cell_v2 create_cell``)."""
     mariadb.create(stack, cell_database(cell))
     conf = cell_conductor_conf(stack, cell)
-    subprocess.run([process.venv_bin("nova-manage"), "--config-file", conf, "db", "sync"],
-                   check=True, capture_output=True)
+    # --local_cell: the cell's own database only (without it nova-manage syncs cell0
+    # too, through the API database this configuration has not).
+    subprocess.run([process.venv_bin("nova-manage"), "--config-file", conf, "db", "sync",
+                    "--local_cell"], check=True, capture_output=True)
     manage(stack, "cell_v2", "create_cell", "--name", cell, "--transport-url",
            cell_transport_url(stack, cell), "--database_connection",
            mariadb.url(stack, cell_database(cell)))
