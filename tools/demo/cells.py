@@ -74,7 +74,7 @@ def main():
             for host in hosts[cell]:
                 stack.start_compute(host, "rp_reporter", cell, cell=cell,
                                     **compute_sections(stack, workdir, host, cell))
-        stack.wait_compute_mapped(*(h for cell in CELLS for h in hosts[cell]))
+        stack.wait_compute_mapped(*(h for cell in CELLS for h in hosts[cell]), by_service=True)
         flavors = {cell: nova.flavor(f"bm-{cell}", f"CUSTOM_BAREMETAL_{cell.upper()}")
                    for cell in CELLS}
         if not wait(lambda: all(placement.offered(f"CUSTOM_BAREMETAL_{cell.upper()}")

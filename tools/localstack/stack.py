@@ -293,10 +293,11 @@ class LocalStack:
         this process's environment, in ``cell`` (``nova.add_cell``); returns its log."""
         return nova.start_compute(self, host, driver, shard, env=env, cell=cell, **sections)
 
-    def wait_compute_mapped(self, *hosts, timeout=180):
+    def wait_compute_mapped(self, *hosts, timeout=180, by_service=False):
         """Until each nova-compute of ``hosts`` has reported its nodes and is mapped to
-        its cell."""
-        nova.wait_mapped(self, hosts, timeout)
+        its cell (``by_service``: by its service record, for services of a ring that
+        may give one of them no node)."""
+        nova.wait_mapped(self, hosts, timeout, by_service)
 
     def service_dir(self, name):
         """The service's own directory in the work directory (made if missing)."""
