@@ -26,12 +26,18 @@ conductors without ``[api_database]``) refuses.  The names::
 
     <group>:rp_reporter.record.v1:member:<host>             ever a member
     <group>:rp_reporter.record.v1:forced-down:<host>@<mover>  <mover> forced <host> down
+    <group>:rp_reporter.record.v1:held:<host>@<until>          not fenced until <until>
 
 ``v1`` is the format's version: a later one reads these and writes its own beside
-them.  Hosts are lower-case, as nova compares them.  A backend that loses its data
-loses the record too: a member records itself again at its start and after every lapse
-of its lease, and a service forced down meanwhile stays down until an operator clears
-it (the one safe direction).
+them; each kind is read by its own prefix, so a release reads none of a kind it does
+not know (``held`` is newer than the other two: a mover of an older release does not
+honour it).  ``<until>`` is seconds since the epoch (UTC), an operator's bound for a
+service down on purpose (an upgrade, a reboot), read by each mover's clock.  Hosts are
+lower-case, as nova compares them.  A backend that loses its data loses the record
+too: a member records itself again at its start and after every lapse of its lease, a
+service forced down meanwhile stays down until an operator clears it (the one safe
+direction), and a hold is gone (the service is fenced once down past the lease and
+nova's service_down_time: hold it again).
 """
 
 FORMAT = "rp_reporter.record.v1"
@@ -105,9 +111,31 @@ class GroupRecord:
                 self.cleared(host)
         return lifted
 
+    def _held(self, host=""):
+        return f"{self._prefix}held:{host.lower()}"
+
+    def hold(self, host, until):
+        """Not fenced until ``until`` (seconds since the epoch): ``host`` is down on
+        purpose (an upgrade), its servers stay.  Replaces an earlier hold."""
+        self.release(host)
+        self.names.add_name(f"{self._held(host)}@{int(until)}")
+
+    def release(self, host):
+        """``host``'s hold ends now."""
+        for name in self.names.names(self._held(host) + "@"):
+            self.names.remove_name(name)
+
+    def holds(self):
+        """{host: until} of every hold recorded, ended ones included (a name whose bound
+        is not a number is no hold)."""
+        found = (name[len(self._held()):].partition("@")
+                 for name in self.names.names(self._held()))
+        return {host: int(until) for host, _, until in found if until.isdigit()}
+
     def forget(self, host):
         """``host`` was never a member (an operator's: decommissioned for good)."""
         self.cleared(host)
+        self.release(host)
         self.names.remove_name(self._member(host))
 
     def cleared(self, host):

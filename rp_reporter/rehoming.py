@@ -44,16 +44,23 @@ each operation on a server the driver reads where it is homed (``refusal``).
 import collections
 
 
-def fenced_services(up_by_service, live_members, me):
+def fenced_services(up_by_service, live_members, me, held=frozenset()):
     """Hosts of the compute services that are fenced, sorted.
 
     ``up_by_service``: {host: whether nova's servicegroup reports it up (forced
     down counts as down)}; ``live_members``: the coordination group's live
-    members; ``me``: this service's host (never fenced by itself).
+    members; ``me``: this service's host (never fenced by itself); ``held``: hosts an
+    operator holds down on purpose (an upgrade), never fenced while held.
     """
-    live = {m.lower() for m in live_members}
+    spared = {m.lower() for m in live_members} | {h.lower() for h in held} | {me.lower()}
     return sorted(host for host, up in up_by_service.items()
-                  if not up and host.lower() not in live and host.lower() != me.lower())
+                  if not up and host.lower() not in spared)
+
+
+def held_now(holds, now):
+    """The hosts whose hold (``holds``: {host: until, seconds since the epoch}) has not
+    ended at ``now``."""
+    return {host for host, until in holds.items() if now < until}
 
 
 def nodes_to_move(instances, owns):

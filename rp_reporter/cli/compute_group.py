@@ -10,9 +10,13 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""``rp-reporter compute-group show|forget``: the record of a nova-compute group (the
-driver's ``[coordination] group``) in the coordination backend: every service that was
-ever a member, and whom a mover forced down (``rp_reporter.group_record``)."""
+"""``rp-reporter compute-group show|forget|hold|release``: the record of a nova-compute
+group (the driver's ``[coordination] group``) in the coordination backend: every service
+that was ever a member, whom a mover forced down, and who is held down on purpose
+(``rp_reporter.group_record``)."""
+
+import datetime
+import time
 
 from cliff import command
 from cliff import lister
@@ -31,6 +35,14 @@ def _group_argument(parser):
 class _RecordCommand(app.CommandMixin):
     def _record(self, group, observer):
         return group_record.GroupRecord(group, membership.DurableNames(lambda: observer))
+
+    def _member_record(self, parsed_args, observer):
+        """GROUP's record, HOST a member of it (else a usage error)."""
+        record = self._record(parsed_args.group, observer)
+        if parsed_args.host.lower() not in record.members():
+            raise app.UsageError(f"{parsed_args.host} is not in group "
+                                 f"{parsed_args.group}'s record")
+        return record
 
     def _observer(self):
         if not self.app.conf.coordination.backend_url:
@@ -55,8 +67,22 @@ class Show(_RecordCommand, lister.Lister):
                         observer.get_members(parsed_args.group.encode()).get()}
             except membership.coordination.GroupNotCreated:
                 live = set()
-        return (("host", "live", "forced_down_by"),
-                [(host, host in live, movers.get(host, "")) for host in sorted(members)])
+            holds = record.holds()
+        return (("host", "live", "forced_down_by", "held_until"),
+                [(host, host in live, movers.get(host, ""), _held_until(holds.get(host)))
+                 for host in sorted(members)])
+
+
+def _held_until(until):
+    """A hold's end as UTC ISO text; empty for none or one ended."""
+    if until is None or until <= time.time():
+        return ""
+    return datetime.datetime.fromtimestamp(until, datetime.timezone.utc).isoformat()
+
+
+def _host_argument(parser):
+    parser.add_argument("host", help="The compute service's host, as nova names it.")
+    return parser
 
 
 class Forget(_RecordCommand, command.Command):
@@ -64,16 +90,50 @@ class Forget(_RecordCommand, command.Command):
     are then never moved from it, and a mover's flag on it is no longer its to clear."""
 
     def get_parser(self, prog_name):
-        parser = _group_argument(super().get_parser(prog_name))
-        parser.add_argument("host", help="The compute service's host, as nova names it.")
-        return parser
+        return _host_argument(_group_argument(super().get_parser(prog_name)))
 
     def take_action(self, parsed_args):
         with self._observer() as observer:
-            record = self._record(parsed_args.group, observer)
-            if parsed_args.host.lower() not in record.members():
-                raise app.UsageError(f"{parsed_args.host} is not in group "
-                                     f"{parsed_args.group}'s record")
-            record.forget(parsed_args.host)
+            self._member_record(parsed_args, observer).forget(parsed_args.host)
         self.app.stdout.write(f"{parsed_args.host} removed from group "
                               f"{parsed_args.group}'s record\n")
+
+
+MAX_HOLD_MINUTES = 24 * 60
+
+
+class Hold(_RecordCommand, command.Command):
+    """Hold HOST down on purpose (an upgrade, a reboot) for MINUTES: while it is down
+    within the hold, the group's movers do not fence it and its servers stay (nova
+    shows it down meanwhile, as any stopped service).  Past the hold, a service still
+    down is fenced as any other.  Honoured by movers of this release and later."""
+
+    def get_parser(self, prog_name):
+        parser = _host_argument(_group_argument(super().get_parser(prog_name)))
+        parser.add_argument("--minutes", type=int, default=30,
+                            help=f"How long the hold lasts (1 to {MAX_HOLD_MINUTES}; "
+                                 "default 30).")
+        return parser
+
+    def take_action(self, parsed_args):
+        if not 1 <= parsed_args.minutes <= MAX_HOLD_MINUTES:
+            raise app.UsageError(f"--minutes {parsed_args.minutes} is not in "
+                                 f"1..{MAX_HOLD_MINUTES}: a hold has a bound")
+        until = int(time.time()) + 60 * parsed_args.minutes
+        with self._observer() as observer:
+            self._member_record(parsed_args, observer).hold(parsed_args.host, until)
+        self.app.stdout.write(f"{parsed_args.host} held in group {parsed_args.group} "
+                              f"until {_held_until(until)}: not fenced while down\n")
+
+
+class Release(_RecordCommand, command.Command):
+    """End HOST's hold now (a service still down is then fenced as any other)."""
+
+    def get_parser(self, prog_name):
+        return _host_argument(_group_argument(super().get_parser(prog_name)))
+
+    def take_action(self, parsed_args):
+        with self._observer() as observer:
+            self._member_record(parsed_args, observer).release(parsed_args.host)
+        self.app.stdout.write(f"{parsed_args.host}'s hold in group {parsed_args.group} "
+                              f"ended\n")

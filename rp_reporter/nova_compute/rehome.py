@@ -126,6 +126,7 @@ class Rehoming:
         self._unfinished = {}
         self._lifted = {}  # movers' names found with their flag lifted (group_record)
         self._forced_here = {}  # host: this mover, for the flags it set (write_back)
+        self._held_said = set()  # (host, until) of the holds logged
 
     def _count(self, outcome):
         self.counts[outcome] += 1
@@ -204,8 +205,22 @@ class Rehoming:
         up = {s.host: not self.watch.down(s.host, reports[s.host], s.forced_down,
                                           self._servicegroup_api().service_is_up(s), now)
               for s in services}
+        holds = self.ring.record.holds()
+        held = rehoming.held_now(holds, time.time())  # the operator's bound: a wall clock
+        self._say_held({h for h, is_up in up.items() if not is_up and h.lower() in held},
+                       holds)
         return {host: reports[host]
-                for host in rehoming.fenced_services(up, members, CONF.host)}
+                for host in rehoming.fenced_services(up, members, CONF.host, held)}
+
+    def _say_held(self, hosts, holds):
+        """Log each service down under an operator's hold, once a hold."""
+        for host in sorted(hosts):
+            hold = (host.lower(), holds[host.lower()])
+            if hold not in self._held_said:
+                self._held_said.add(hold)
+                LOG.warning("compute service %s is down but held until %s (rp-reporter "
+                            "compute-group hold): not fenced, its servers stay", host,
+                            time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(hold[1])))
 
     def _rehome_from(self, ctxt, host, hashring, report):
         """Move the fenced ``host``'s servers whose nodes ``hashring`` gives here

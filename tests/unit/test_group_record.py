@@ -48,6 +48,32 @@ def test_members_and_whom_a_mover_forced_down_are_kept_in_the_backend(backend):
     assert record.members() == {"h1", "h2"} and record.movers() == {}
 
 
+def test_a_hold_is_kept_with_its_bound_replaced_released_and_forgotten(backend):
+    record = group_record.GroupRecord("nova-a", backend.durable)
+    record.join("h1")
+    record.hold("H1", 1000.7)
+    assert record.holds() == {"h1": 1000}
+    record.hold("h1", 2000)  # held again: one hold, the new bound
+    assert record.holds() == {"h1": 2000}
+    assert backend.durable.names("nova-a:rp_reporter.record.v1:held:") == {
+        "nova-a:rp_reporter.record.v1:held:h1@2000"}
+    record.release("h1")
+    assert record.holds() == {} and record.members() == {"h1"}
+    record.hold("h1", 3000)
+    record.forget("h1")  # decommissioned: its hold goes with it
+    assert record.holds() == {}
+
+
+def test_each_kind_is_read_by_its_own_prefix_so_an_unknown_kind_is_ignored(backend):
+    """One release of skew: names of a kind a release does not know (a later
+    release's), or a hold whose bound is no number, change nothing it reads."""
+    record = group_record.GroupRecord("nova-a", backend.durable)
+    record.join("h1")
+    for name in ("a-later-kind:h1@x", "held:h2@soon", "member-of:h3", "forced-down-by:h4"):
+        backend.durable.add_name(f"nova-a:rp_reporter.record.v1:{name}")
+    assert record.members() == {"h1"} and record.movers() == {} and record.holds() == {}
+
+
 def test_the_record_outlives_every_lease_and_says_its_format(backend, tmp_path):
     """Names nobody joins: a member that left, or whose lease ran out, leaves them; a
     later reader (another process, the same backend) finds them, each carrying the

@@ -34,6 +34,18 @@ def test_a_service_never_fences_itself_and_hosts_compare_without_case():
     assert rehoming.fenced_services(up, {"COMPUTE-2"}, "compute-1") == []
 
 
+def test_a_service_held_down_on_purpose_is_not_fenced_until_its_hold_ends():
+    up = {"compute-2": False, "compute-3": False}
+    holds = {"compute-2": 1000, "compute-3": 500}
+    held = rehoming.held_now(holds, now=600)
+    assert held == {"compute-2"}  # compute-3's hold ended at 500
+    assert rehoming.fenced_services(up, set(), "compute-1", held) == ["compute-3"]
+    assert rehoming.fenced_services(up, set(), "compute-1", rehoming.held_now(
+        holds, now=1000)) == ["compute-2", "compute-3"]  # a hold ends at its bound
+    assert rehoming.fenced_services({"Compute-2": False}, set(), "compute-1",
+                                    {"compute-2"}) == []
+
+
 def test_only_the_nodes_this_service_owns_are_moved_one_instance_each():
     instances = [("n2", "i2"), ("n1", "i1"), ("n3", "i3a"), ("n3", "i3b"), (None, "i4")]
     owned = {"n1", "n3"}

@@ -115,6 +115,31 @@ def test_only_a_member_of_the_group_in_scope_is_ever_forced_down(monkeypatch):
     assert record.movers() == {"ours-dead": HOSTS[0]}
 
 
+def test_a_member_held_down_for_an_upgrade_keeps_its_servers_until_the_hold_ends(
+        monkeypatch, caplog):
+    """An operator holds a member down for its upgrade (``compute-group hold``): down
+    past its lease and nova's service_down_time, it is not forced down and its server
+    stays, said once; once the hold has ended it is fenced as any other."""
+    node = str(uuid.uuid4())
+    server = an_instance("ours-upgrading", node)
+    cell = Cell(monkeypatch, {HOSTS[0]: (False, 1), "ours-upgrading": (False, 3)},
+                {"ours-upgrading": [server]})
+    record = a_record({HOSTS[0], "ours-upgrading"})
+    record.hold("ours-upgrading", time.time() + 600)
+    job = rehoming_job({HOSTS[0]}, NodeLookup({node: server.uuid}), down=["ours-upgrading"],
+                       record=record)
+    with caplog.at_level("WARNING"):
+        job.run_once(nova_context.get_admin_context())
+        job.run_once(nova_context.get_admin_context())
+    assert cell.moves == [] and record.movers() == {}
+    assert sum("ours-upgrading is down but held until" in r.getMessage()
+               for r in caplog.records) == 1
+    record.hold("ours-upgrading", time.time() - 1)  # the hold's bound passed
+    job.run_once(nova_context.get_admin_context())
+    assert cell.moves == [("forced down", "ours-upgrading"), ("instance", server.uuid),
+                          ("compute node", node)]
+
+
 def test_a_server_whose_node_ironic_failed_to_answer_is_tried_again_next_round(
         monkeypatch):
     """An Ironic error is no refusal: the next round reads the node again (a refused
