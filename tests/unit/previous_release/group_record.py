@@ -1,0 +1,117 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Who was ever a member of the compute services' group, and whom a mover forced down.
+
+Live membership is a lease, gone with a lease's end.  What a mover may fence must
+outlive it: only a service that was a member of this group is ever forced down by it,
+never a stock nova-compute or one of another group sharing the cell (forced down, the
+scheduler skips it after it recovers and its deletes become local deletes that leave
+Ironic nodes deployed).  And a service that comes back clears only a forced-down flag
+a mover set, never an operator's or an evacuation tool's.
+
+Both live in the coordination backend, beside the membership, as durable names (tooz
+groups nobody joins: no lease ends them), never in nova's API database: a compute
+service reaches that only through an upcall, which nova's superconductor layout (cell
+conductors without ``[api_database]``) refuses.  The names::
+
+    <group>:rp_reporter.record.v1:member:<host>             ever a member
+    <group>:rp_reporter.record.v1:forced-down:<host>@<mover>  <mover> forced <host> down
+
+``v1`` is the format's version: a later one reads these and writes its own beside
+them.  Hosts are lower-case, as nova compares them.  A backend that loses its data
+loses the record too: a member records itself again at its start and after every lapse
+of its lease, and a service forced down meanwhile stays down until an operator clears
+it (the one safe direction).
+"""
+
+FORMAT = "rp_reporter.record.v1"
+
+
+class GroupRecord:
+    """The record of coordination group ``group`` in ``names``
+    (``membership.DurableNames``)."""
+
+    def __init__(self, group, names):
+        self.names = names
+        self._prefix = f"{group}:{FORMAT}:"
+
+    def _member(self, host=""):
+        return f"{self._prefix}member:{host.lower()}"
+
+    def _forced(self, host="", mover=None):
+        name = f"{self._prefix}forced-down:{host.lower()}"
+        return name if mover is None else f"{name}@{mover.lower()}"
+
+    def join(self, host):
+        """Record ``host`` as a member (idempotent)."""
+        self.names.add_name(self._member(host))
+
+    def members(self):
+        """Every host ever recorded (lower-case)."""
+        return {name[len(self._member()):] for name in self.names.names(self._member())}
+
+    def forced_down(self, host, mover):
+        """``mover`` forces ``host`` down: recorded before the flag is set."""
+        self.names.add_name(self._forced(host, mover))
+
+    def movers(self):
+        """{host: the mover that forced it down} for every host so recorded."""
+        found = (name[len(self._forced()):].partition("@")
+                 for name in self.names.names(self._forced()))
+        return {host: mover for host, _, mover in found}
+
+    def forced_down_by_mover(self, host):
+        """The mover that forced ``host`` down, or None (not forced by a mover)."""
+        return self.movers().get(host.lower())
+
+    def write_back(self, seen, mine, forced):
+        """What a live member knows that the backend lost (its data gone: a restart
+        without persistence, a flush), written again: ``seen``, the members it saw live;
+        ``mine``, the hosts it forced down, of which those ``forced`` ({host: whether
+        nova has it forced down}) still says are.  So the record outlives the backend's
+        data as long as one member that knew it lives.  Returns (members, movers) as
+        recorded now."""
+        members, movers = self.members(), self.movers()
+        for host in set(seen) - members:
+            self.join(host)
+        for host in mine:
+            if forced.get(host) and host not in movers:
+                self.forced_down(host, mine[host])
+                movers[host] = mine[host].lower()
+        return members | set(seen), movers
+
+    def drop_lifted(self, forced, lifted_before, movers=None):
+        """Drop the movers' names whose flag someone else (an operator) lifted, so that a
+        flag set again later is never taken for the mover's.  ``forced``: {host: whether
+        nova has it forced down}, for the hosts read now; ``lifted_before``: this
+        function's answer at the previous read.  A mover sets its flag right after its
+        name, so one read may fall between the two: a name goes once two reads in a
+        row find its flag lifted.  Returns {host: mover} of the names found lifted now
+        (``movers``: the names as just read, or None to read them)."""
+        lifted = {host: mover for host, mover in (movers or self.movers()).items()
+                  if host in forced and not forced[host]}
+        for host, mover in lifted.items():
+            if lifted_before.get(host) == mover:
+                self.cleared(host)
+        return lifted
+
+    def forget(self, host):
+        """``host`` was never a member (an operator's: decommissioned for good)."""
+        self.cleared(host)
+        self.names.remove_name(self._member(host))
+
+    def cleared(self, host):
+        """``host``'s forced-down flag was cleared (by it, or by an operator): the
+        mover's name goes, so a flag set again later is never taken for a mover's."""
+        for name in self.names.names(self._forced(host) + "@"):
+            self.names.remove_name(name)
