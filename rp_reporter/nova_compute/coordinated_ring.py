@@ -32,9 +32,9 @@ from rp_reporter import group_record
 from rp_reporter import membership
 from rp_reporter import rehoming
 from rp_reporter import wiring
+from rp_reporter.nova_compute import fencing
 from rp_reporter.nova_compute import provider_cache
 from rp_reporter.nova_compute import queued_builds
-from rp_reporter.nova_compute import rehome
 from rp_reporter.nova_compute import self_fence
 
 LOG = logging.getLogger(__name__)
@@ -151,7 +151,7 @@ class CoordinatedRing:
         """Self-fencing (``self_fence``) from now on: the servers of a service fenced
         by the others move, so a lapse of this one's lease is checked before it acts."""
         group = self.join()
-        self.self_fence = self_fence.SelfFence(group, lambda: rehome.forced_down(
+        self.self_fence = self_fence.SelfFence(group, lambda: fencing.forced_down(
             nova_context.get_admin_context(), CONF.host))
         return self.self_fence
 
@@ -193,7 +193,7 @@ class CoordinatedRing:
         if group.fenced or not (lapsed or time.monotonic() >= self._next_flag_check):
             return
         ctxt = nova_context.get_admin_context()
-        service = rehome.service_record(ctxt, CONF.host)
+        service = fencing.service_record(ctxt, CONF.host)
         if service is None or not self._reported_since_start(service):
             return
         if lapsed:

@@ -43,7 +43,7 @@ from nova.compute import vm_states
 from oslo_config import cfg
 
 from rp_reporter import rehoming
-from rp_reporter.nova_compute import rehome
+from rp_reporter.nova_compute import fencing
 from rp_reporter.nova_compute import server_groups
 
 LOG = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ def where(instance):
         homed_on = objects.Instance.get_by_uuid(ctxt, instance.uuid, expected_attrs=[]).host
     except exception.InstanceNotFound:
         return None
-    return homed_on, rehome.forced_down(ctxt, CONF.host)
+    return homed_on, fencing.forced_down(ctxt, CONF.host)
 
 
 def refusal(instance):

@@ -16,8 +16,8 @@ Its own thread, every ``report_interval`` (the pace at which nova's services
 report), never inside ``init_host`` or nova's node refresh, and only once this
 service has its Service record (nova creates it after ``init_host``; a move made
 before that stranded servers on a new host that then failed to start).  What is
-fenced and what moves is ``rp_reporter.rehoming``'s decision; here are its steps
-in nova, each node on its own (one node's error is logged and counted, the others
+fenced and what moves is ``rp_reporter.rehoming``'s decision (read in nova and the
+group's record, and the fence written, by ``fencing``); here are its steps in nova, each node on its own (one node's error is logged and counted, the others
 go on):
 
 1. only a service that was ever a member of this group (``group_record``: durable in
@@ -61,13 +61,13 @@ import time
 from nova import context as nova_context
 from nova import exception
 from nova import objects
-from nova import servicegroup
 from openstack import exceptions as sdk_exc
 from oslo_config import cfg
 from oslo_utils import uuidutils
 
 from rp_reporter import rehoming
 from rp_reporter.nova_compute import claim
+from rp_reporter.nova_compute import fencing
 from rp_reporter.nova_compute import hooks
 from rp_reporter.nova_compute import queued_builds
 from rp_reporter.nova_compute import recovery
@@ -87,21 +87,6 @@ AFTER_THE_MOVE = ("action", "compute node record", START_UP)
 START_UP_ATTEMPTS = 3
 
 
-def service_record(ctxt, host):
-    """nova's Service record of compute ``host``, or None when it has none."""
-    try:
-        return objects.Service.get_by_compute_host(ctxt, host)
-    except exception.ComputeHostNotFound:
-        return None
-
-
-def forced_down(ctxt, host):
-    """Whether nova has compute service ``host`` forced down (none yet: a new service,
-    nothing forced)."""
-    service = service_record(ctxt, host)
-    return service is not None and service.forced_down
-
-
 class Rehoming:
     """The job: ``run_once`` moves what is due; ``start`` runs it on its own thread.
 
@@ -117,16 +102,12 @@ class Rehoming:
         self.manager = manager
         self.problems = problems
         self.metrics = metrics
-        self.watch = rehoming.ReportWatch(CONF.service_down_time)
         self.counts = collections.Counter()  # by outcome, as the metric counts them
-        self._servicegroup = None
+        self.fence = fencing.Fence(ring, self._count)
         # host: (its report, the ring, until when) once nothing of it is to move here
         self._settled = {}
         # node: [instance, fenced host, the steps left of its move, start-up attempts]
         self._unfinished = {}
-        self._lifted = {}  # movers' names found with their flag lifted (group_record)
-        self._forced_here = {}  # host: this mover, for the flags it set (write_back)
-        self._held_said = set()  # (host, until) of the holds logged
 
     def _count(self, outcome):
         self.counts[outcome] += 1
@@ -155,7 +136,7 @@ class Rehoming:
         self._finish_unfinished(ctxt)
         hashring = self.ring.ring_of(members)
         now = time.monotonic()
-        for host, report in self._fenced(ctxt, members).items():
+        for host, report in self.fence.fenced(ctxt, members).items():
             self._end_queued_builds(ctxt, host)
             # A dead service's record and the ring stand still: what had nothing of
             # ours once has nothing until one of them changes (its instances are not
@@ -181,46 +162,8 @@ class Rehoming:
     def _have_service_record(ctxt):
         """This service has its record (a new one has none before nova made it after
         init_host: not yet) and is not forced down."""
-        own = service_record(ctxt, CONF.host)
+        own = fencing.service_record(ctxt, CONF.host)
         return own is not None and not own.forced_down
-
-    def _fenced(self, ctxt, members):
-        """{host: its last report} of the fenced compute services."""
-        # Every compute service that was ever a member of this group (its record, not
-        # the live membership), not only those with Ironic compute node records: a
-        # mover that dies between its two steps leaves an instance on a service whose
-        # free nodes the survivors may have taken since; its disabled ones too.
-        services = objects.ServiceList.get_by_binary(ctxt, "nova-compute",
-                                                     include_disabled=True)
-        forced = {s.host.lower(): s.forced_down for s in services}
-        self._forced_here = {h: m for h, m in self._forced_here.items() if forced.get(h)}
-        recorded, movers = self.ring.record.write_back(self.ring.seen, self._forced_here,
-                                                       forced)
-        services = [s for s in services if s.host.lower() in recorded]
-        # A mover's name whose flag an operator lifted goes, whether or not its service
-        # is back to drop it (an operator's flag set later is then never a mover's).
-        self._lifted = self.ring.record.drop_lifted(forced, self._lifted, movers)
-        now = time.monotonic()
-        reports = {s.host: (s.report_count, s.updated_at) for s in services}
-        up = {s.host: not self.watch.down(s.host, reports[s.host], s.forced_down,
-                                          self._servicegroup_api().service_is_up(s), now)
-              for s in services}
-        holds = self.ring.record.holds()
-        held = rehoming.held_now(holds, time.time())  # the operator's bound: a wall clock
-        self._say_held({h for h, is_up in up.items() if not is_up and h.lower() in held},
-                       holds)
-        return {host: reports[host]
-                for host in rehoming.fenced_services(up, members, CONF.host, held)}
-
-    def _say_held(self, hosts, holds):
-        """Log each service down under an operator's hold, once a hold."""
-        for host in sorted(hosts):
-            hold = (host.lower(), holds[host.lower()])
-            if hold not in self._held_said:
-                self._held_said.add(hold)
-                LOG.warning("compute service %s is down but held until %s (rp-reporter "
-                            "compute-group hold): not fenced, its servers stay", host,
-                            time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(hold[1])))
 
     def _rehome_from(self, ctxt, host, hashring, report):
         """Move the fenced ``host``'s servers whose nodes ``hashring`` gives here
@@ -245,7 +188,7 @@ class Rehoming:
         in_scope = [(node, instance) for node, (instance,) in due if scope[node]]
         if not in_scope:  # a failed look-up is tried again at the next round
             return "moving" if None in scope.values() else "refused"
-        if not self._force_down(ctxt, host, report):
+        if not self.fence.force_down(ctxt, host, report):
             return "moving"  # back meanwhile: the next round reads it again
         for node, instance in in_scope:
             try:
@@ -275,35 +218,6 @@ class Rehoming:
             self._count("refused")
             self.problems.replace(node, [f"not re-homed: {reason}"])
         return not reason
-
-    def _force_down(self, ctxt, host, report):
-        """Force ``host`` down, unless it came back since the round found it fenced
-        (``report``: its last report then); whether it is fenced now.  The scope's reads
-        took seconds: live membership and nova's record are read again right before the
-        write, so a service that rejoined meanwhile (and cleared a flag of a mover's
-        once already) is never forced down after it."""
-        service = service_record(ctxt, host)
-        if service is not None and not service.forced_down:
-            members = self.ring.members_now()
-            if ((service.report_count, service.updated_at) != report or members is None
-                    or host.lower() in members):
-                LOG.info("compute service %s not forced down: it came back while its "
-                         "servers' nodes were read (it reported to nova, or rejoined the "
-                         "group), or the group's members could not be read again", host)
-                return False
-        if service is not None and not service.forced_down:  # none: no record to fence
-            hooks.pause_after("fence decided")
-            self.ring.record.forced_down(host, CONF.host)
-            self._forced_here[host.lower()] = CONF.host
-            service.forced_down = True
-            service.save()
-            self._count("fenced")
-            LOG.warning("compute service %s forced down: it is fenced (no live member of "
-                        "the group, nova reports it down) and its servers move to live "
-                        "members; it clears this itself once it is a live member again",
-                        host)
-            hooks.pause_after("forced down")
-        return True
 
     def _move(self, ctxt, node, instance, fenced_host):
         with self.ring.membership.lock(f"rehome-{node}") as held:
@@ -415,8 +329,3 @@ class Rehoming:
             compute_node.host = CONF.host
             compute_node.service_id = objects.Service.get_by_compute_host(ctxt, CONF.host).id
             compute_node.save()
-
-    def _servicegroup_api(self):
-        if self._servicegroup is None:
-            self._servicegroup = servicegroup.API()
-        return self._servicegroup

@@ -390,8 +390,8 @@ def rehoming_job(members, ironic, down=(), locks=None, record=None):
     ring.membership = locks or Locks()
     ring.record = record or a_record(Cell.last.services)
     job = rehome.Rehoming(ring, lambda: ironic, driver._problems, driver._metrics)
-    job.watch = rehoming.ReportWatch(0)  # stalled at first sight
-    job._servicegroup = DownHosts(down)
+    job.fence.watch = rehoming.ReportWatch(0)  # stalled at first sight
+    job.fence._servicegroup = DownHosts(down)
     return job
 
 
@@ -460,7 +460,7 @@ def test_a_service_back_while_its_nodes_were_read_is_never_forced_down(
     assert cell.moves == [] and cell.services["compute-dead"][0] is False
     lookup.get_node = read  # still away at the next round: fenced and moved then
     job.ring.members_now = lambda: {HOSTS[0]}
-    job.watch = rehoming.ReportWatch(0)
+    job.fence.watch = rehoming.ReportWatch(0)
     job.run_once(nova_context.get_admin_context())
     assert cell.moves[0] == ("forced down", "compute-dead")
 
@@ -698,7 +698,7 @@ def test_a_service_whose_reports_go_on_is_not_fenced_by_a_skewed_clock(
                 {"compute-cut": [instance]})
     job = rehoming_job({HOSTS[0]}, NodeLookup({node: instance.uuid}),
                        down=[HOSTS[0], "compute-cut"])
-    job.watch = rehoming.ReportWatch(CONF.service_down_time)
+    job.fence.watch = rehoming.ReportWatch(CONF.service_down_time)
     for reports in range(4, 8):  # it reports, a round sees each
         cell.services["compute-cut"] = (False, reports)
         job.run_once(nova_context.get_admin_context())

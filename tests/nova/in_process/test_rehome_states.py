@@ -25,6 +25,7 @@ from nova.compute import task_states
 
 from rp_reporter.nova_compute import claim
 from rp_reporter.nova_compute import coordinated_ring
+from rp_reporter.nova_compute import fencing
 from rp_reporter.nova_compute import guard
 from rp_reporter.nova_compute import rehome
 from tests.nova.in_process.test_driver import CONF
@@ -199,7 +200,7 @@ def a_service_watching_its_flag(monkeypatch, service, record, starting=False):
     at its first renewal, ``service`` its Service record, ``record`` the group's; nova's
     start-up done (a report counted since the ring first read the record), unless
     ``starting``."""
-    monkeypatch.setattr(rehome, "service_record", lambda ctxt, host: service)
+    monkeypatch.setattr(fencing, "service_record", lambda ctxt, host: service)
     ring = coordinated_ring.CoordinatedRing.__new__(coordinated_ring.CoordinatedRing)
     ring.membership, ring._lapses_seen = Membership(), None
     ring._reports_at_start = None if starting else service.report_count - 1

@@ -1,0 +1,138 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""The fence of the re-homing job (``rehome``): which compute services are fenced, and
+forcing one down before its servers move.
+
+Only a service that was ever a member of this group (``group_record``) is looked at;
+it is fenced when it is no live member, nova reports it down (its report stalled on
+this mover's own clock, or forced down: ``rehoming.ReportWatch``), and no operator
+holds it down on purpose (``compute-group hold``, within its bound).  Each round also
+keeps the group's record: what the backend lost, written back; a mover's name whose
+flag an operator lifted, dropped.  The service records of nova read here are also what
+the service itself reads (its own flag: ``coordinated_ring``, ``self_fence``,
+``guard``)."""
+
+import logging
+import time
+
+from nova import exception
+from nova import objects
+from nova import servicegroup
+from oslo_config import cfg
+
+from rp_reporter import rehoming
+from rp_reporter.nova_compute import hooks
+
+LOG = logging.getLogger(__name__)
+CONF = cfg.CONF
+
+
+def service_record(ctxt, host):
+    """nova's Service record of compute ``host``, or None when it has none."""
+    try:
+        return objects.Service.get_by_compute_host(ctxt, host)
+    except exception.ComputeHostNotFound:
+        return None
+
+
+def forced_down(ctxt, host):
+    """Whether nova has compute service ``host`` forced down (none yet: a new service,
+    nothing forced)."""
+    service = service_record(ctxt, host)
+    return service is not None and service.forced_down
+
+
+class Fence:
+    """``ring``: the service's CoordinatedRing (its members, its group's record);
+    ``count``: the job's count of an outcome (``fenced``)."""
+
+    def __init__(self, ring, count):
+        self.ring = ring
+        self._count = count
+        self.watch = rehoming.ReportWatch(CONF.service_down_time)
+        self._servicegroup = None
+        self._lifted = {}  # movers' names found with their flag lifted (group_record)
+        self._forced_here = {}  # host: this mover, for the flags it set (write_back)
+        self._held_said = set()  # (host, until) of the holds logged
+
+    def fenced(self, ctxt, members):
+        """{host: its last report} of the fenced compute services."""
+        # Every compute service that was ever a member of this group (its record, not
+        # the live membership), not only those with Ironic compute node records: a
+        # mover that dies between its two steps leaves an instance on a service whose
+        # free nodes the survivors may have taken since; its disabled ones too.
+        services = objects.ServiceList.get_by_binary(ctxt, "nova-compute",
+                                                     include_disabled=True)
+        forced = {s.host.lower(): s.forced_down for s in services}
+        self._forced_here = {h: m for h, m in self._forced_here.items() if forced.get(h)}
+        recorded, movers = self.ring.record.write_back(self.ring.seen, self._forced_here,
+                                                       forced)
+        services = [s for s in services if s.host.lower() in recorded]
+        # A mover's name whose flag an operator lifted goes, whether or not its service
+        # is back to drop it (an operator's flag set later is then never a mover's).
+        self._lifted = self.ring.record.drop_lifted(forced, self._lifted, movers)
+        now = time.monotonic()
+        reports = {s.host: (s.report_count, s.updated_at) for s in services}
+        up = {s.host: not self.watch.down(s.host, reports[s.host], s.forced_down,
+                                          self._servicegroup_api().service_is_up(s), now)
+              for s in services}
+        holds = self.ring.record.holds()
+        held = rehoming.held_now(holds, time.time())  # the operator's bound: a wall clock
+        self._say_held({h for h, is_up in up.items() if not is_up and h.lower() in held},
+                       holds)
+        return {host: reports[host]
+                for host in rehoming.fenced_services(up, members, CONF.host, held)}
+
+    def _say_held(self, hosts, holds):
+        """Log each service down under an operator's hold, once a hold."""
+        for host in sorted(hosts):
+            hold = (host.lower(), holds[host.lower()])
+            if hold not in self._held_said:
+                self._held_said.add(hold)
+                LOG.warning("compute service %s is down but held until %s (rp-reporter "
+                            "compute-group hold): not fenced, its servers stay", host,
+                            time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(hold[1])))
+
+    def force_down(self, ctxt, host, report):
+        """Force ``host`` down, unless it came back since the round found it fenced
+        (``report``: its last report then); whether it is fenced now.  The scope's reads
+        took seconds: live membership and nova's record are read again right before the
+        write, so a service that rejoined meanwhile (and cleared a flag of a mover's
+        once already) is never forced down after it."""
+        service = service_record(ctxt, host)
+        if service is not None and not service.forced_down:
+            members = self.ring.members_now()
+            if ((service.report_count, service.updated_at) != report or members is None
+                    or host.lower() in members):
+                LOG.info("compute service %s not forced down: it came back while its "
+                         "servers' nodes were read (it reported to nova, or rejoined the "
+                         "group), or the group's members could not be read again", host)
+                return False
+        if service is not None and not service.forced_down:  # none: no record to fence
+            hooks.pause_after("fence decided")
+            self.ring.record.forced_down(host, CONF.host)
+            self._forced_here[host.lower()] = CONF.host
+            service.forced_down = True
+            service.save()
+            self._count("fenced")
+            LOG.warning("compute service %s forced down: it is fenced (no live member of "
+                        "the group, nova reports it down) and its servers move to live "
+                        "members; it clears this itself once it is a live member again",
+                        host)
+            hooks.pause_after("forced down")
+        return True
+
+    def _servicegroup_api(self):
+        if self._servicegroup is None:
+            self._servicegroup = servicegroup.API()
+        return self._servicegroup
