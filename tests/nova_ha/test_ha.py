@@ -22,9 +22,12 @@ conftest.py (lease, nova's resource-tracker interval and service_down_time).
 
 import datetime
 import json
+import os
 import pathlib
 import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -255,6 +258,8 @@ def ours_facts(cloud, made, every_instant):
         print(f"\nours, forced down as it rejoined: {facts['rejoin']}")
         facts["operator_flag"] = operator_flag_kept(cloud, made, facts["servers"])
         print(f"\nours, an operator's flag through a mover's cycle: {facts['operator_flag']}")
+        facts["held"] = held_for_an_upgrade(cloud, made, facts["servers"])
+        print(f"\nours, held for an upgrade, stopped and started: {facts['held']}")
     # Before the pause: a paused service logs no release until it resumes, and the
     # spans read from the logs would count the pause as two managers.
     facts["double_claimed_max_s"] = ha.double_claimed_max_s(
@@ -299,7 +304,8 @@ def ours_facts(cloud, made, every_instant):
         cloud.results.update(
             stuck_forced_down=facts["rejoin"]["stuck_forced_down"], rejoin=facts["rejoin"],
             operator_flags_cleared=facts["operator_flag"]["operator_flags_cleared"],
-            operator_flag=facts["operator_flag"])
+            operator_flag=facts["operator_flag"], held_for_an_upgrade=facts["held"],
+            held_fenced_or_moved=facts["held"]["fenced_or_moved_while_held"])
     for key in ("foreign_services_forced_down", "notification_errors", "upcalls",
                 "moves_left_unfinished"):
         facts[key] = cloud.results[key]
@@ -503,6 +509,39 @@ def operator_flag_kept(cloud, made, servers):
     story_server_deleted(cloud, servers, server)
     return {"victim": victim, "operator_flag_kept": kept,
             "operator_flags_cleared": int(not kept)}
+
+
+def compute_group(cloud, made, *args):
+    """``rp-reporter compute-group ARGS`` through its console entry, as an operator runs
+    it against the services' coordination backend; its output."""
+    conf = pathlib.Path(cloud.stack.workdir, "rp_reporter-operator.conf")
+    conf.write_text(cloud.stack.reporter_conf(
+        coordination={"backend_url": cloud.stack.coordination_url}))
+    done = subprocess.run([os.path.join(sys.prefix, "bin", "rp-reporter"), "--config-file",
+                           str(conf), "compute-group", *args], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def held_for_an_upgrade(cloud, made, servers):
+    """A restart for an upgrade is not a death: an operator holds a service
+    (``compute-group hold``), stops it past its lease and nova's service_down_time,
+    and starts it again.  It is never forced down, its server never moves, and the
+    server is operable once it is back; then the hold is released."""
+    victim, server = a_server_on_a_service(cloud, made, servers, "ha-held")
+    compute_group(cloud, made, "hold", f"nova-{made.name}", victim, "--minutes", "10")
+    made.kill(cloud.stack, victim)  # the worst a stop can be
+    forced = seen_within(lambda: bool(cloud.nova.compute_service(victim)["forced_down"])
+                         or host_of(cloud, server) != victim,
+                         FENCED_AFTER_KILL + 3 * ha.PERIODIC + SLACK)
+    ha.restart(cloud, made, victim)
+    facts = {"victim": victim, "fenced_or_moved_while_held": int(forced),
+             "server_stayed": host_of(cloud, server) == victim,
+             "operable_after": cloud.nova.operable(server, timeout=60)}
+    compute_group(cloud, made, "release", f"nova-{made.name}", victim)
+    story_server_deleted(cloud, servers, server)
+    return facts
 
 
 def ironic_writes(cloud, mark, nodes):
@@ -1067,6 +1106,13 @@ def test_a_service_forced_down_as_it_rejoins_clears_the_flag_within_a_lease(ours
     rejoin = ours["rejoin"]
     assert rejoin["forced_down_seen"] and rejoin["stuck_forced_down"] == 0, rejoin
     assert rejoin["server_stayed"], rejoin
+
+
+@pytest.mark.every_instant
+def test_a_service_held_for_an_upgrade_keeps_its_servers_through_its_restart(ours):
+    held = ours["held"]
+    assert held["fenced_or_moved_while_held"] == 0 and held["server_stayed"], held
+    assert held["operable_after"], held
 
 
 @pytest.mark.every_instant
