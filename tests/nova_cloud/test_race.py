@@ -324,7 +324,8 @@ def freed_race(cloud, topology):
            "never_offered": sum(not at for at in offered.values()),
            "targets_met": {"reuse_s_p50 <= 1": statistics.median(reuse) <= 1.0,
                            "reuse_s_max <= 5": max(reuse) <= 5.0},
-           "offered_while_unusable": len(offered_early)}
+           "offered_while_unusable": len(offered_early),
+           "faults": faults(cloud, new_servers)}  # why a build failed: CI's log has it
     delete_all(cloud, [s for s in fill if s not in freed_servers] + new_servers)
     return row
 

@@ -29,12 +29,25 @@ from nova.compute import vm_states
 from nova.tests.functional import integrated_helpers
 from sqlalchemy import exc as sqla_exc
 
+from nova import utils as nova_utils
+
 from rp_reporter.nova_compute import recovery
 
 try:
     from nova import thread_pool_factory
-except ImportError:  # nova before 34: no executors of its own to reset
+except ImportError:  # nova before 34: its executors are nova.utils' (32, 33) or none
     thread_pool_factory = None
+
+
+def executors_left_shut():
+    """Shut the executors earlier tests of this process left: nova's executor fixture
+    asserts there are none (nova 34: its thread pool factory's; 32 and 33: nova.utils'
+    globals, each with its destroy_*_executor)."""
+    if thread_pool_factory is not None:
+        thread_pool_factory.reset_all_executors()
+    for name in dir(nova_utils):
+        if name.startswith("destroy_") and name.endswith("_executor"):
+            getattr(nova_utils, name)()
 
 DEAD = "compute-dead"
 
@@ -64,8 +77,7 @@ class TestEachStateWithNovasHandlers(integrated_helpers._IntegratedTestBase):
     microversion = "latest"
 
     def setUp(self):
-        if thread_pool_factory is not None:  # the executors earlier tests here left
-            thread_pool_factory.reset_all_executors()  # (nova's fixture asserts none)
+        executors_left_shut()
         # nova's API paste file, where nova's package installs it (its source tree's
         # etc/, which the fixture looks for, is not installed).
         self.flags(api_paste_config=os.path.join(sys.prefix, "etc", "nova", "api-paste.ini"),
