@@ -17,8 +17,8 @@ report), never inside ``init_host`` or nova's node refresh, and only once this
 service has its Service record (nova creates it after ``init_host``; a move made
 before that stranded servers on a new host that then failed to start).  What is
 fenced and what moves is ``rp_reporter.rehoming``'s decision (read in nova and the
-group's record, and the fence written, by ``fencing``); here are its steps in nova, each node on its own (one node's error is logged and counted, the others
-go on):
+group's record, and the fence written, by ``fencing``); here are its steps in nova,
+each node on its own (one node's error is logged and counted, the others go on):
 
 1. only a service that was ever a member of this group (``group_record``: durable in
    the coordination backend, not the live membership) is fenced, and only its servers

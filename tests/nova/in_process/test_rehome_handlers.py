@@ -24,12 +24,11 @@ import warnings
 
 from nova import context as nova_context
 from nova import objects
+from nova import utils as nova_utils
 from nova.compute import task_states
 from nova.compute import vm_states
 from nova.tests.functional import integrated_helpers
 from sqlalchemy import exc as sqla_exc
-
-from nova import utils as nova_utils
 
 from rp_reporter.nova_compute import recovery
 
