@@ -86,10 +86,11 @@ class Fence:
         up = {s.host: not self.watch.down(s.host, reports[s.host], s.forced_down,
                                           self._servicegroup_api().service_is_up(s), now)
               for s in services}
-        holds = self.ring.record.holds()
+        down = {h for h, is_up in up.items() if not is_up}
+        # The holds are read only when a service is down: no backend read on a quiet round.
+        holds = self.ring.record.holds() if down else {}
         held = rehoming.held_now(holds, time.time())  # the operator's bound: a wall clock
-        self._say_held({h for h, is_up in up.items() if not is_up and h.lower() in held},
-                       holds)
+        self._say_held({h for h in down if h.lower() in held}, holds)
         return {host: reports[host]
                 for host in rehoming.fenced_services(up, members, CONF.host, held)}
 
