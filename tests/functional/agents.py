@@ -12,6 +12,7 @@
 
 """rp-reporter-agent as a real process, for the functional tests."""
 
+import os
 import signal
 import subprocess
 import sys
@@ -45,11 +46,13 @@ class AgentProcess:
         self.log_path = tmp_path / f"{name}.log"
         self.proc = None
 
-    def start(self, wait_healthy=True):
+    def start(self, wait_healthy=True, env=None):
+        """Start it (``env``: over this process's environment)."""
         self.log = open(self.log_path, "a")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "rp_reporter.agent", "--config-file", str(self.conf)],
-            stdout=self.log, stderr=subprocess.STDOUT)
+            stdout=self.log, stderr=subprocess.STDOUT,
+            env=dict(os.environ, **env) if env else None)
         wait_for(self.healthy if wait_healthy else lambda: self.health()[0], 30,
                  "agent health endpoint")
         return self

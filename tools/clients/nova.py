@@ -195,8 +195,8 @@ class Nova:
         service = self.compute_service(host)
         if not service or service["state"] != "up":
             return False
-        return since is None or datetime.datetime.fromisoformat(
-            service["updated_at"]).replace(tzinfo=None) > since
+        return since is None or bool(service["updated_at"]) and datetime.datetime.fromisoformat(
+            service["updated_at"]).replace(tzinfo=None) > since  # None: no report yet
 
     def compute_nodes(self):
         """{node uuid: [host of each compute node record for it]} (one each, when no

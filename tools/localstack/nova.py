@@ -272,13 +272,15 @@ def compute_conf(stack, host, driver, shard, sections, cell=CELL):
     return conf
 
 
-def start_compute(stack, host, driver, shard, env=None, cell=CELL, **sections):
+def start_compute(stack, host, driver, shard, env=None, cell=CELL, bin_dir=COMPUTE_BIN,
+                  **sections):
     """Start (or restart with a new configuration) nova-compute ``host``, with ``env``
-    over this process's environment; returns its log file.  Readiness is the caller's:
-    os-services shows it up."""
-    executable = os.path.join(COMPUTE_BIN, "nova-compute")
+    over this process's environment, from the environment of ``bin_dir`` (by default
+    this Python's); returns its log file.  Readiness is the caller's: os-services shows
+    it up."""
+    executable = os.path.join(bin_dir, "nova-compute")
     if not os.path.exists(executable):
-        raise RuntimeError(f"no nova-compute in {COMPUTE_BIN}: the nova-cloud profile runs "
+        raise RuntimeError(f"no nova-compute in {bin_dir}: the nova-cloud profile runs "
                            "nova-compute from this Python's environment; install rp_reporter "
                            "there with its nova extra (pip install '.[nova]')")
     path = os.path.join(conf_dir(stack), f"compute-{host}.conf")

@@ -287,11 +287,14 @@ class LocalStack:
             self.services[name] = process.Service(name, self.workdir)
         return self.services[name]
 
-    def start_compute(self, host, driver, shard, env=None, cell=nova.CELL, **sections):
+    def start_compute(self, host, driver, shard, env=None, cell=nova.CELL,
+                      bin_dir=nova.COMPUTE_BIN, **sections):
         """Start (or restart, reconfigured) nova-compute ``host`` (nova-cloud profile):
         ``driver`` "stock" or "rp_reporter", its own ``[ironic] shard``, ``env`` over
-        this process's environment, in ``cell`` (``nova.add_cell``); returns its log."""
-        return nova.start_compute(self, host, driver, shard, env=env, cell=cell, **sections)
+        this process's environment, in ``cell`` (``nova.add_cell``), from the
+        environment of ``bin_dir`` (this Python's by default); returns its log."""
+        return nova.start_compute(self, host, driver, shard, env=env, cell=cell,
+                                  bin_dir=bin_dir, **sections)
 
     def wait_compute_mapped(self, *hosts, timeout=180, by_service=False):
         """Until each nova-compute of ``hosts`` has reported its nodes and is mapped to

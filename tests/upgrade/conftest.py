@@ -1,0 +1,421 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""A whole nova of 2025.1 with servers running, upgraded the way operators do it, one
+process at a time (tox -e upgrade):
+
+* three nova-computes (nova 31) sharing one fleet through rp_reporter's ring, two agents
+  beside them, all of rp_reporter's previous release (PREVIOUS, run from its commit);
+* what every step must keep is read before the first (``Upgrade.baseline``) and checked
+  after each (``Upgrade.step``); a boot loop and a sampler of what is offered run
+  throughout.
+
+The figures go to bench-results/upgrade.json.
+"""
+
+import contextlib
+import dataclasses
+import datetime
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from tests.functional.agents import AgentProcess
+from tests.functional.agents import stop_all
+from tools import clients
+from tools import localstack
+from tools.localstack import mariadb
+from tools.localstack import nova
+from tools.localstack import process
+from tools.localstack import releases
+from tools.localstack import upgrade
+from tools.wait import NotSeen
+from tools.wait import wait_for
+
+FROM, TO = "2025.1", "2026.1"
+# rp_reporter before the upgrade issue's first change (its group record had no holds).
+PREVIOUS = "726b8237fe1e090e486509f6fc86781406f397a5"
+REPO = pathlib.Path(__file__).resolve().parents[2]
+HOSTS = ("up-1", "up-2", "up-3")
+AGENTS = ("up-agent-1", "up-agent-2")
+SHARD, GROUP = "shard-upgrade", "nova-upgrade"
+NODES = 12
+LEASE, HEARTBEAT = 10, 1
+# nova's report_interval and service_down_time as the HA suite has them: a restart for
+# an upgrade outlasts both, so only the hold keeps the ring from moving its servers.
+REPORT, SERVICE_DOWN, PERIODIC = 5, 20, 10
+SETTLE = 240  # s: the longest a step's servers and user actions may take to settle
+RESULTS = pathlib.Path(os.environ.get("RP_BENCH_RESULTS", "bench-results")) / "upgrade.json"
+FENCED = re.compile(r"compute service (\S+) forced down: it is fenced")
+REHOMED = re.compile(r"re-homing instance ([0-9a-f-]{36})")
+
+
+def previous_tree(workdir):
+    """rp_reporter's package as of PREVIOUS, extracted from the repository's history; the
+    directory to put first on PYTHONPATH (its dependencies are today's: unchanged)."""
+    tree = pathlib.Path(workdir, "previous")
+    tree.mkdir(exist_ok=True)
+    archive = subprocess.run(["git", "-C", str(REPO), "archive", PREVIOUS, "rp_reporter"],
+                             capture_output=True, check=False)
+    if archive.returncode:
+        pytest.fail(f"rp_reporter's previous release {PREVIOUS[:12]} is not in this "
+                    f"clone's history (a shallow clone?): {archive.stderr.decode()[:200]}")
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+    assert not (tree / "rp_reporter" / "nova_compute" / "fencing.py").exists()
+    return str(tree)
+
+
+def install_nova_compute(venv, release):
+    """A nova-compute host's environment as an operator upgrades it: a new virtualenv,
+    the release's nova under its constraints, then the driver the README's way; its bin."""
+    constraints = str(releases.constraints_file(release))
+    python = os.path.join(venv, "bin", "python3")
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    subprocess.run([process.uv(), "pip", "install", "--quiet", "--python", python,
+                    "--constraint", constraints,
+                    f"nova=={releases.RELEASES[release].services['nova']}"],
+                   check=True, timeout=900)
+    wheels = pathlib.Path(venv, "dist")
+    subprocess.run([python, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels),
+                    str(REPO)], check=True, timeout=600)
+    # with the extra of the group's backend (the guide's section 7)
+    subprocess.run([python, "-m", "pip", "install", "-q", "-c", constraints,
+                    *(f"{wheel}[etcd3gw]" for wheel in wheels.glob("rp_reporter-*.whl"))],
+                   check=True, timeout=900)
+    return os.path.join(venv, "bin")
+
+
+class Sampler:
+    """Once a second: which free nodes (available, no instance, not in maintenance) nova's
+    scheduler is not offered, and which of the hosts nova shows forced down.  A read that
+    fails (a service restarting) leaves the last free nodes not offered."""
+
+    def __init__(self, up):
+        # clients of its own: a requests session is not shared between threads
+        stack = up.stack
+        self.nova = clients.Nova(stack)
+        self.ironic = clients.Ironic(stack.ironic_url, SHARD, auth=stack.admin_auth("baremetal"))
+        self.placement = clients.Placement(stack.placement_url,
+                                           auth=stack.admin_auth("placement"),
+                                           nova_traits=stack.release.nova_traits)
+        self.resource_class = up.resource_class
+        self.free, self.since, self.resting, self.worst = set(), {}, set(), None
+        self.longest, self.forced = 0.0, set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="sampler", daemon=True)
+        self._thread.start()
+
+    def reset(self):
+        """A new step: its own longest time (and its node) and forced-down hosts."""
+        self.longest, self.forced, self.worst = 0.0, set(), None
+
+    def _run(self):
+        while not self._stop.wait(1):
+            now = time.monotonic()
+            try:
+                nodes = self.ironic._call(
+                    "GET", f"/v1/nodes?shard={SHARD}&fields=uuid,provision_state,"
+                           "instance_uuid,maintenance")["nodes"]
+                self.free = {n["uuid"] for n in nodes if n["provision_state"] == "available"
+                             and not n["instance_uuid"] and not n["maintenance"]}
+                unoffered = self.free - self.placement.offered(self.resource_class)
+            except Exception:  # noqa: BLE001 - Ironic or Placement restarting: none offered
+                unoffered = self.free
+            with contextlib.suppress(Exception):  # nova-api restarting
+                self.forced |= {h for h in HOSTS
+                                if (self.nova.compute_service(h) or {}).get("forced_down")}
+            self.since = {n: self.since.get(n, now) for n in unoffered - self.resting}
+            for node, began in self.since.items():
+                if now - began > self.longest:
+                    self.longest, self.worst = now - began, node
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join()
+
+
+class BootLoop:
+    """A user booting a server, waiting for it, deleting it, over and over.  A boot the
+    API refused (nova-api restarting) is ``refused``, one that ended in ERROR ``failed``,
+    each with the API's answer or nova's own reason, under the step it fell in; the
+    user's reads go on through restarts (they are not the boot's)."""
+
+    def __init__(self, up):
+        self.up, self.failed, self.refused, self.done = up, [], [], 0
+        self.nova = clients.Nova(up.stack)  # its own session (see Sampler)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="boot-loop", daemon=True)
+        self._thread.start()
+
+    def _until(self, what, server, done):
+        """``done(the server, None once gone)``, tried once a second through the API's
+        restarts; the server (or {}) once done, None after SETTLE."""
+        deadline = time.monotonic() + SETTLE
+        while time.monotonic() < deadline:
+            with contextlib.suppress(AssertionError, OSError):
+                if what:
+                    what(server)  # a write, until it is taken
+                    what = None
+                found = self.nova.server(server)
+                if done(found):
+                    return found or {}
+            time.sleep(1)
+        return None
+
+    def _run(self):
+        count = 0
+        while not self._stop.is_set():
+            count += 1
+            step = self.up.current
+            try:
+                server = self.nova.boot(f"loop-{count}", self.up.flavor)
+            except (AssertionError, OSError) as e:
+                self.refused.append({"step": step, "reason": str(e).splitlines()[0][:300]})
+                self._stop.wait(3)
+                continue
+            built = self._until(None, server, lambda found: found["status"] in (
+                "ACTIVE", "ERROR"))
+            if built and built["status"] == "ERROR" and not built.get("fault"):
+                time.sleep(3)  # nova adds the fault just after the state (Nova.wait_built)
+                built = self._until(None, server, lambda found: True)
+            if not built or built["status"] != "ACTIVE":
+                self.failed.append({"step": step, "server": server, "reason": (
+                    (built or {}).get("fault") or {}).get("message", f"not built: {built}")})
+            self._until(self.nova.delete, server, lambda found: found is None)
+            self.done += 1
+
+    def stop(self):
+        self._stop.set()
+        self._thread.join(3 * SETTLE)
+
+
+@dataclasses.dataclass
+class Upgrade:
+    stack: localstack.LocalStack
+    nova: clients.Nova
+    placement: clients.Placement
+    ironic: clients.Ironic
+    resource_class: str
+    flavor: str
+    nodes: list
+    previous: str                      # the previous release's tree (PYTHONPATH)
+    agents: dict = dataclasses.field(default_factory=dict)
+    homes: dict = dataclasses.field(default_factory=dict)     # server -> [host, ...]
+    deleted: set = dataclasses.field(default_factory=set)     # servers users deleted
+    steps: list = dataclasses.field(default_factory=list)
+    results: dict = dataclasses.field(default_factory=dict)
+    current: str = "start"
+    sampler: Sampler = None
+    loop: BootLoop = None
+
+    def sections(self, host):
+        conf = pathlib.Path(self.stack.workdir, f"rp_reporter-{host}.conf")
+        conf.write_text(self.stack.reporter_conf(
+            DEFAULT={"host": host},
+            coordination={"backend_url": self.stack.coordination_url, "group": GROUP,
+                          "lease": str(LEASE), "heartbeat": str(HEARTBEAT)}))
+        return {"DEFAULT": {"update_resources_interval": str(PERIODIC),
+                            "service_down_time": str(SERVICE_DOWN),
+                            "report_interval": str(REPORT), "periodic_fuzzy_delay": "0"},
+                "rp_reporter": {"peers_from": "coordination", "config_file": str(conf),
+                                "full_pass_every": "10"},
+                **upgrade.nova_sections(self.stack)}
+
+    def start_compute(self, host, previous=False, bin_dir=nova.COMPUTE_BIN):
+        """(Re)start ``host``: rp_reporter's previous release or this one, nova from
+        ``bin_dir``; waits until nova has its report since the start."""
+        since = utc_now()
+        self.stack.start_compute(host, "rp_reporter", SHARD, bin_dir=bin_dir,
+                                 env={"PYTHONPATH": self.previous} if previous else None,
+                                 **self.sections(host))
+        wait_for(lambda: self.nova.compute_up(host, since), 180, f"{host} up since its start")
+
+    def start_agent(self, name, previous=False):
+        agent = AgentProcess(self.stack, SHARD, pathlib.Path(self.stack.workdir), name,
+                             coordination={"group": "rp-upgrade"}, reconcile={"interval": 60})
+        self.agents[name] = agent.start(env={"PYTHONPATH": self.previous} if previous
+                                        else None)
+
+    def stop_when_idle(self, host):
+        """The operator's stop: once none of the host's servers has a task in progress
+        (nova-compute does not wait for them at SIGTERM; at its start-up a build it had
+        begun goes to ERROR, and a hard reboot that had begun is not done again: nova
+        clears the task of a server it finds powered on)."""
+        def idle():
+            found = self.nova._call("GET", f"/servers/detail?all_tenants=1&host={host}")
+            return not any(s["OS-EXT-STS:task_state"] for s in found["servers"])
+        wait_for(idle, SETTLE, f"{host}'s servers without a task in progress", interval=1)
+        self.stack.service(f"nova-compute-{host}").stop()
+
+    def disable(self, host, disabled=True):
+        """``openstack compute service set --disable`` (or ``--enable``): no new server is
+        sent to it; its nodes are left out of the sampler meanwhile (not offered, by the
+        operator's will)."""
+        self.nova.set_service_status(host, not disabled)
+        self.sampler.resting = {n for n, h in self.record_hosts().items()
+                                if h == host} if disabled else set()
+
+    def record_hosts(self):
+        """{node: host} of the fleet's compute node records."""
+        out = mariadb.client(self.stack, "SELECT hypervisor_hostname, host FROM compute_nodes "
+                                         "WHERE deleted = 0;", "nova")
+        return {n: h for n, h in (line.split("\t") for line in out.splitlines() if line)
+                if n in self.nodes}
+
+    def servers(self):
+        """{server: (status, task_state, host)} of the servers the baseline holds."""
+        found = {}
+        for server in self.homes:
+            got = self.nova.server(server)
+            if got:
+                found[server] = (got["status"], got["OS-EXT-STS:task_state"],
+                                 got["OS-EXT-SRV-ATTR:host"])
+        return found
+
+    def on(self, host):
+        """The baseline's live servers on ``host`` now."""
+        return sorted(s for s, (_, _, h) in self.servers().items() if h == host)
+
+    def records(self):
+        out = mariadb.client(self.stack, "SELECT hypervisor_hostname, deleted FROM "
+                                         "compute_nodes;", "nova")
+        rows = [line.split("\t") for line in out.splitlines() if line]
+        return ({n for n, d in rows if d == "0" and n in self.nodes},
+                sum(d != "0" and n in self.nodes for n, d in rows))
+
+    def placement_deletes(self):
+        text = pathlib.Path(self.stack.workdir, "placement.log").read_text(errors="replace")
+        return sum(len(re.findall(rf"DELETE /resource_providers/{n}\S* status: 20", text))
+                   for n in self.nodes)
+
+    def compute_logs(self):
+        return "".join(pathlib.Path(self.stack.workdir, f"nova-compute-{h}.log").read_text(
+            errors="replace") for h in HOSTS)
+
+    @contextlib.contextmanager
+    def step(self, name, actions=()):
+        """One step: what it must keep, checked once its servers settle; yields a list
+        the step appends its user actions to ((kind, server), kind "reboot"/"delete")."""
+        self.current, asked = name, list(actions)
+        began, logs_before = time.time(), len(self.compute_logs())
+        deletes_before, (_, deleted_before) = self.placement_deletes(), self.records()
+        loop = self.loop
+        failed_before, refused_before = (len(loop.failed), len(loop.refused)) if loop else (0, 0)
+        self.sampler.reset()
+        yield asked
+        self.deleted |= {server for kind, server in asked if kind == "delete"}
+        lost_actions = self.settle(asked)
+        servers = self.servers()
+        for server, (_, _, host) in servers.items():
+            if host != self.homes[server][-1]:
+                self.homes[server].append(host)
+        live, deleted_now = self.records()
+        logs = self.compute_logs()[logs_before:]
+        entry = {
+            "step": name, "seconds": round(time.time() - began, 1),
+            "servers_lost": sum(s not in servers or servers[s][0] == "ERROR"
+                                for s in self.homes if s not in self.deleted),
+            "moved": sum(len(h) > 1 for h in self.homes.values()),
+            "moved_twice": sum(len(h) > 2 for h in self.homes.values()),
+            "stuck_task_states": sum(bool(task) for _, task, _ in servers.values()),
+            "records_deleted": deleted_now - deleted_before + len(set(self.nodes) - live),
+            "providers_deleted": self.placement_deletes() - deletes_before + sum(
+                self.placement.provider(n) is None for n in self.nodes),
+            "allocations_deleted": sum(not self.placement.allocations(s) for s in servers),
+            "user_actions": len(asked), "user_actions_lost": lost_actions,
+            "boots_failed": loop.failed[failed_before:] if loop else [],
+            "boots_refused": loop.refused[refused_before:] if loop else [],
+            "longest_unschedulable_s": round(self.sampler.longest, 1),
+            "longest_unschedulable_node": self.sampler.worst,
+            "fenced": sorted(self.sampler.forced | set(FENCED.findall(logs))),
+            "servers_rehomed": sorted(set(REHOMED.findall(logs)) & set(self.homes)),
+        }
+        self.steps.append(entry)
+        process.log(f"upgrade step: {json.dumps(entry)}")
+
+    def settle(self, asked):
+        """Wait until every live server of the baseline rests (ACTIVE, no task) and each
+        asked action is carried out; the actions that were not."""
+        def done(kind, server):
+            if kind == "delete":
+                return self.nova.server(server) is None and not self.placement.allocations(
+                    server)
+            got = self.nova.server(server)
+            return bool(got) and any(action == "reboot" and event.endswith("reboot_instance")
+                                     and result == "Success"
+                                     for action, event, _, _, result in self.nova.events(server))
+
+        def rested():
+            return all(status == "ACTIVE" and not task
+                       for status, task, _ in self.servers().values()) and all(
+                done(*action) for action in asked)
+        with contextlib.suppress(NotSeen):
+            wait_for(rested, SETTLE, "the step's servers at rest, its actions done",
+                     interval=2)
+        return sum(not done(*action) for action in asked)
+
+
+def utc_now():
+    """Now as nova's API gives times: naive UTC."""
+    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
+
+
+@pytest.fixture(scope="session")
+def up(tmp_path_factory):
+    """The 2025.1 cloud with rp_reporter's previous release, its baseline servers booted
+    two on each compute, the sampler running; stopped (and the results written) at the end."""
+    assert releases.current().name == FROM, f"tox -e upgrade starts on {FROM}"
+    workdir = tmp_path_factory.mktemp("upgrade")
+    stack = localstack.LocalStack(str(workdir / "cloud"), **localstack.PROFILES["nova-cloud"])
+    try:
+        stack.start()
+        nova_client = clients.Nova(stack)
+        ironic = clients.Ironic(stack.ironic_url, SHARD, auth=stack.admin_auth("baremetal"))
+        resource_class = "CUSTOM_BAREMETAL_UPGRADE"
+        made = Upgrade(stack, nova_client, clients.Placement(
+            stack.placement_url, auth=stack.admin_auth("placement"),
+            nova_traits=stack.release.nova_traits), ironic, resource_class,
+            nova_client.flavor("bm-upgrade", resource_class),
+            ironic.create_many(NODES, resource_class="baremetal-upgrade"),
+            previous_tree(workdir))
+        for name in AGENTS:
+            made.start_agent(name, previous=True)
+        for host in HOSTS:
+            made.start_compute(host, previous=True)
+        nova.manage(stack, "cell_v2", "discover_hosts", "--by-service")
+        wait_for(lambda: made.placement.offered(resource_class) == set(made.nodes), 240,
+                 "every node offered")
+        for host in HOSTS:
+            for i in (1, 2):
+                made.homes[made.nova.boot(f"{host}-{i}", made.flavor, host=host)] = [host]
+        for server in made.homes:
+            assert made.nova.wait_built(server, SETTLE)["status"] == "ACTIVE", server
+        made.sampler = Sampler(made)
+        yield made
+    finally:
+        for helper in ("loop", "sampler"):
+            if getattr(locals().get("made"), helper, None):
+                getattr(made, helper).stop()
+        if "made" in locals():
+            stop_all(list(made.agents.values()))
+            made.results["steps"] = made.steps
+            RESULTS.parent.mkdir(parents=True, exist_ok=True)
+            RESULTS.write_text(json.dumps(made.results, indent=2, sort_keys=True) + "\n")
+            print(f"\n{RESULTS}:\n{RESULTS.read_text()}")
+        stack.stop()
