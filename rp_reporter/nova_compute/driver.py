@@ -167,8 +167,11 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
             self._periodic.touched(instance.get("node"))
 
     def get_nodenames_by_uuid(self, refresh=False):
-        # init_host's view of the nodes managed here: every one, whatever the periodic.
+        # init_host's view of the nodes managed here: every one, whatever the periodic,
+        # but those whose records other services still hold (restart.nodes_at_start).
         nodes = super().get_available_nodes(refresh)
+        if self._coordinated():
+            nodes = restart.nodes_at_start(nova_context.get_admin_context(), CONF.host, nodes)
         return {node: node for node in nodes}
 
     def is_node_deleted(self, nodename):

@@ -92,3 +92,23 @@ def take_up(manager, resources_of, nodes):
             continue
         taken.append(node)
     return taken
+
+
+def nodes_at_start(context, host, nodes):
+    """Of ``nodes`` (the ring's now), those nova's start-up may treat as this service's:
+    each whose compute node record is this host's, or has none yet.
+
+    nova's start-up puts in ERROR every BUILDING server with an allocation on a node it
+    is given (``_error_out_instances_whose_build_was_interrupted``): builds cast here that
+    this service, stopped, never took.  A node the ring gives back to a service coming
+    back is still another service's until its resource tracker moves the node's record
+    here: the scheduler casts the node's builds to the record's host, and a build in
+    flight there would be put in ERROR under it (seen in an upgrade's boot loop).  Those
+    nodes are left out of the start-up; the periodic takes them up as before."""
+    records = objects.ComputeNodeList.get_all_by_uuids(context, list(nodes))
+    elsewhere = {record.uuid for record in records if record.host != host}
+    if elsewhere:
+        LOG.info("start-up: %d nodes the ring gives here are still other services' "
+                 "(their compute node records): their builds are theirs, not ended here "
+                 "as interrupted", len(elsewhere))
+    return [node for node in nodes if node not in elsewhere]

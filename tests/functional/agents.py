@@ -94,3 +94,15 @@ def agents_fixture(stack, shard, tmp_path):
     yield start
     for agent in started:
         agent.stop(signal.SIGKILL)
+
+
+def operator_cli(stack, *args):
+    """``rp-reporter ARGS`` through its console entry, as an operator runs it against
+    the stack's coordination backend; its output (a non-zero exit fails the test)."""
+    conf = os.path.join(stack.workdir, "rp_reporter-operator.conf")
+    with open(conf, "w") as f:
+        f.write(stack.reporter_conf(coordination={"backend_url": stack.coordination_url}))
+    done = subprocess.run([os.path.join(sys.prefix, "bin", "rp-reporter"), "--config-file",
+                           conf, *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout

@@ -22,12 +22,9 @@ conftest.py (lease, nova's resource-tracker interval and service_down_time).
 
 import datetime
 import json
-import os
 import pathlib
 import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -37,6 +34,7 @@ import pytest
 from rp_reporter import ring as rp_ring
 from rp_reporter.nova_compute import hooks
 from rp_reporter.nova_compute import rehome
+from tests.functional.agents import operator_cli
 from tests.functional.proxy import Proxy
 from tests.nova_ha import conftest as ha
 from tools import clients
@@ -512,16 +510,8 @@ def operator_flag_kept(cloud, made, servers):
 
 
 def compute_group(cloud, made, *args):
-    """``rp-reporter compute-group ARGS`` through its console entry, as an operator runs
-    it against the services' coordination backend; its output."""
-    conf = pathlib.Path(cloud.stack.workdir, "rp_reporter-operator.conf")
-    conf.write_text(cloud.stack.reporter_conf(
-        coordination={"backend_url": cloud.stack.coordination_url}))
-    done = subprocess.run([os.path.join(sys.prefix, "bin", "rp-reporter"), "--config-file",
-                           str(conf), "compute-group", *args], capture_output=True,
-                          text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    """``rp-reporter compute-group ARGS``, as an operator runs it."""
+    return operator_cli(cloud.stack, "compute-group", *args)
 
 
 def held_for_an_upgrade(cloud, made, servers):

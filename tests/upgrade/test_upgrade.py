@@ -29,26 +29,28 @@ After every step nothing may be lost: ``Upgrade.step`` (conftest.py) checks the
 baseline's servers, records, providers and allocations and the user's actions.
 """
 
-import os
-import pathlib
-import subprocess
-import sys
 import time
 
 import pytest
 
+from tests.functional.agents import operator_cli
 from tests.upgrade.conftest import AGENTS
+from tests.upgrade.conftest import FROM
 from tests.upgrade.conftest import GROUP
 from tests.upgrade.conftest import HOSTS
 from tests.upgrade.conftest import LEASE
+from tests.upgrade.conftest import PREVIOUS
 from tests.upgrade.conftest import SERVICE_DOWN
 from tests.upgrade.conftest import TO
-from tests.upgrade.conftest import BootLoop
 from tests.upgrade.conftest import install_nova_compute
+from tests.upgrade.traffic import BootLoop
+from tools.localstack import releases
 from tools.localstack import upgrade
 from tools.wait import wait_for
 
-pytestmark = pytest.mark.functional
+pytestmark = [pytest.mark.functional,
+              pytest.mark.skipif(releases.current().name != FROM,
+                                 reason=f"the upgrade starts on {FROM} (tox -e upgrade)")]
 ZERO = ("servers_lost", "moved_twice", "stuck_task_states", "records_deleted",
         "providers_deleted", "allocations_deleted", "user_actions_lost")
 
@@ -60,32 +62,43 @@ def kept_everything(entry):
 
 
 def compute_group(up, *args):
-    """``rp-reporter compute-group ARGS`` through its console entry, as an operator."""
-    conf = pathlib.Path(up.stack.workdir, "rp_reporter-operator.conf")
-    conf.write_text(up.stack.reporter_conf(
-        coordination={"backend_url": up.stack.coordination_url}))
-    done = subprocess.run([os.path.join(sys.prefix, "bin", "rp-reporter"), "--config-file",
-                           str(conf), "compute-group", *args], capture_output=True,
-                          text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    """``rp-reporter compute-group ARGS``, as an operator runs it."""
+    return operator_cli(up.stack, "compute-group", *args)
+
+
+def replace_agent(up, name):
+    with up.step(f"rp_reporter agent {name}"):
+        up.agents[name].stop()
+        up.start_agent(name)
+    kept_everything(up.steps[-1])
+
+
+def replace_in_nova_compute(up, host):
+    """The driver of this release in nova-compute ``host``, after a reboot asked on one
+    of its servers (the stop waits for it: Upgrade.stop_when_idle)."""
+    with up.step(f"rp_reporter in nova-compute {host}") as asked:
+        server = up.on(host)[0]
+        up.nova.reboot(server)
+        asked.append(("reboot", server))
+        up.stop_when_idle(host)
+        up.start_compute(host)
+    kept_everything(up.steps[-1])
+
+
+@pytest.mark.every_release
+def test_rp_reporter_beside_its_previous_release(up):
+    """One agent and one nova-compute replaced: the previous release's and this one's
+    share the agents' group, the services' group and the bus (CI's part of the suite)."""
+    up.results["previous_rp_reporter"] = PREVIOUS
+    replace_agent(up, AGENTS[0])
+    replace_in_nova_compute(up, HOSTS[0])
 
 
 def test_rp_reporter_replaced_one_process_at_a_time(up):
-    up.results["previous_rp_reporter"] = up.previous
-    for name in AGENTS:
-        with up.step(f"rp_reporter agent {name}"):
-            up.agents[name].stop()
-            up.start_agent(name)
-        kept_everything(up.steps[-1])
-    for host in HOSTS:
-        with up.step(f"rp_reporter in nova-compute {host}") as asked:
-            server = up.on(host)[0]
-            up.nova.reboot(server)
-            asked.append(("reboot", server))
-            up.stop_when_idle(host)
-            up.start_compute(host)
-        kept_everything(up.steps[-1])
+    for name in AGENTS[1:]:
+        replace_agent(up, name)
+    for host in HOSTS[1:]:
+        replace_in_nova_compute(up, host)
 
 
 def test_control_plane_to_2026_1_under_a_boot_loop(up):

@@ -44,6 +44,13 @@ from tools.localstack import process
 from tools.localstack import releases
 from tools.localstack import stack as stack_module
 
+# nova-compute's requests to Ironic ride through a restart of Ironic's API: one refused
+# (503, "Resource temporarily unavailable, please retry", or no connection) is sent again
+# 0.5 s later, then 1, 2, 4 ... (keystoneauth's backoff: 31.5 s over 6 tries).  Without
+# them, a build reserving its node just then failed (the upgrade's boot loop, Ironic down
+# 16 s); the operator guide recommends them for the upgrade.
+IRONIC_RETRIES = {"ironic": {"status_code_retries": "6", "connect_retries": "6"}}
+
 
 def nova_sections(stack):
     """What every nova service's nova.conf gains for the upgrade: its RPC to the computes

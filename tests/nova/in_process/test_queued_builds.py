@@ -26,6 +26,7 @@ from nova.scheduler.client import report
 from rp_reporter.nova_compute import guard
 from rp_reporter.nova_compute import metrics as driver_metrics
 from rp_reporter.nova_compute import queued_builds
+from rp_reporter.nova_compute import restart
 
 CONF = nova.conf.CONF
 FENCED = "compute-dead"
@@ -126,3 +127,25 @@ def test_the_build_handler_of_a_service_back_drops_an_ended_build(cell):
         manager.build_and_run_instance(ctxt, instance, {}, None, {}, [])
     assert ran == [building.uuid]
     assert metrics.refused.labels(guard.BUILD)._value.get() == 1
+
+
+def a_record(ctxt, node, host):
+    record = objects.ComputeNode(
+        context=ctxt, uuid=node, hypervisor_hostname=node, host=host, vcpus=0, memory_mb=0,
+        local_gb=0, vcpus_used=0, memory_mb_used=0, local_gb_used=0, hypervisor_type="ironic",
+        hypervisor_version=1, cpu_info="")
+    record.create()
+    return record
+
+
+def test_a_service_coming_back_leaves_to_others_the_nodes_whose_records_they_hold(cell):
+    """nova's start-up ends as interrupted the BUILDING servers with allocations on the
+    nodes it is given: only nodes whose records are this host's (or have none yet) are,
+    so a build cast to the service that holds a node's record, in flight there while the
+    ring gives the node back to a returning service, is not put in ERROR under it."""
+    ctxt = cell
+    mine, theirs, new = (str(uuid.uuid4()) for _ in range(3))
+    a_record(ctxt, mine, "compute-back")
+    a_record(ctxt, theirs, "compute-survivor")
+    assert restart.nodes_at_start(ctxt, "compute-back", [mine, theirs, new]) == [mine, new]
+    assert restart.nodes_at_start(ctxt, "compute-back", []) == []
