@@ -70,6 +70,7 @@ class TrackerPasses:
         self._looks = {}  # uuid: (its fingerprint, the time) at nova's last look
         self._whole_at = math.inf  # the start of the fleet's latest whole listing
         self._owed = {}  # uuid: looks still owed to a change only nova knows of
+        self._disabled = None  # the service's disabled flag at the last periodic
 
     @property
     def enabled(self):
@@ -136,6 +137,21 @@ class TrackerPasses:
         """A change only nova knows of happened to ``uuids``: due at its next looks."""
         for uuid in uuids:
             self._owed[uuid] = LOOKS_AFTER_A_TOUCH
+
+    def service_status(self, disabled):
+        """The compute service's disabled flag as nova's periodic starts (None: not
+        read).  nova's resource tracker writes it into each node's provider at its look
+        (``COMPUTE_STATUS_DISABLED``): when it changed since the last periodic, every
+        node is due, or one not looked at would keep the old trait until the full pass
+        (nova's enable writes the traits itself, but a periodic under way then wrote the
+        old one back: a free node not offered for 101.7 s in the upgrade's run).
+        Whether every node was made due."""
+        changed = None not in (disabled, self._disabled) and disabled != self._disabled
+        if disabled is not None:
+            self._disabled = disabled
+        if changed:
+            self.touched(list(self._looks))
+        return changed
 
     def forget(self, released):
         """Nodes this service stopped managing, or whose update nova reports failed: due

@@ -142,6 +142,8 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
             take_up = functools.partial(
                 restart.take_up, manager, super().get_available_resource)
         novas_periodic = periodic.novas_periodic(caller)
+        if novas_periodic and self._periodic.passes.enabled:
+            self._periodic.passes.service_status(periodic.service_disabled(CONF.host))
         # nova's periodic looks at the nodes of the answer: each is checked in Ironic
         # first where the periodic's own listing did not hold it (a build's question
         # needs no check: nova looks at no node for it)

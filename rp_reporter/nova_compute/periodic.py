@@ -39,6 +39,8 @@ import logging
 import threading
 import time
 
+from nova import context as nova_context
+from nova import objects
 from oslo_config import cfg
 from oslo_service import periodic_task
 
@@ -265,6 +267,17 @@ def update_interval_s():
     default spacing; below 0 the periodic does not run, and the interval is moot)."""
     interval = cfg.CONF.update_resources_interval
     return float(interval) if interval > 0 else periodic_task.DEFAULT_INTERVAL
+
+
+def service_disabled(host):
+    """Compute service ``host``'s disabled flag in nova's database, or None when it
+    cannot be read (nova's resource tracker reads it so at each look at a node)."""
+    try:
+        return objects.Service.get_by_compute_host(nova_context.get_admin_context(),
+                                                   host).disabled
+    except Exception:  # noqa: BLE001 - not read: the nodes' looks go on as they were
+        LOG.debug("compute service %s's disabled flag not read", host, exc_info=True)
+        return None
 
 
 def at_start(frame):

@@ -74,6 +74,24 @@ def test_a_node_nova_alone_knows_changed_is_due_at_its_next_two_looks():
     assert look(passes, {"a": 1, "b": 1}, 180) == []
 
 
+def test_every_node_is_due_once_the_services_disabled_flag_changed():
+    """nova writes the flag into each provider (COMPUTE_STATUS_DISABLED) at its look: a
+    periodic under way when the service was enabled wrote the old trait back, and no
+    node was due until the full pass (101.7 s not offered in the upgrade's run)."""
+    passes = tracker_passes.TrackerPasses(10, INTERVAL)
+    managed = {"a": 1, "b": 1}
+    assert passes.service_status(True) is False  # the first read: nothing to compare
+    look(passes, managed, 0)
+    assert passes.service_status(True) is False
+    assert look(passes, managed, 60) == []
+    assert passes.service_status(None) is False  # not read: nothing known changed
+    assert passes.service_status(False) is True  # enabled since the last periodic
+    assert look(passes, managed, 120) == ["a", "b"]
+    assert passes.service_status(False) is False
+    assert look(passes, managed, 180) == ["a", "b"]  # a touch's second look
+    assert look(passes, managed, 240) == []
+
+
 def test_a_node_that_leaves_and_comes_back_is_due_again():
     passes = tracker_passes.TrackerPasses(10, INTERVAL)
     look(passes, {"a": 1, "b": 1}, 0)
