@@ -41,6 +41,7 @@ from tests.functional.agents import stop_all
 from tests.upgrade import traffic
 from tools import clients
 from tools import localstack
+from tools.localstack import glance
 from tools.localstack import mariadb
 from tools.localstack import nova
 from tools.localstack import process
@@ -294,7 +295,7 @@ def up(tmp_path_factory, nova_cloud_stack):
     stack = nova_cloud_stack
     made = None
     try:
-        nova_client = clients.Nova(stack)
+        nova_client = clients.Nova(stack, image_name=glance.IMAGE_NAME)
         ironic = clients.Ironic(stack.ironic_url, SHARD, auth=stack.admin_auth("baremetal"))
         resource_class = "CUSTOM_BAREMETAL_UPGRADE"
         made = Upgrade(stack, nova_client, clients.Placement(

@@ -19,6 +19,7 @@ import threading
 import time
 
 from tools import clients
+from tools.localstack import glance
 
 HOSTS = ("up-1", "up-2", "up-3")
 SHARD = "shard-upgrade"
@@ -82,7 +83,8 @@ class BootLoop:
 
     def __init__(self, up):
         self.up, self.failed, self.refused, self.done = up, [], [], 0
-        self.nova = clients.Nova(up.stack)  # its own session (see Sampler)
+        # its own session (see Sampler), booting the suite's image
+        self.nova = clients.Nova(up.stack, image_name=glance.IMAGE_NAME)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="boot-loop", daemon=True)
         self._thread.start()

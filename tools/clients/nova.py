@@ -29,10 +29,13 @@ NO_VIRTUAL = {"resources:VCPU": "0", "resources:MEMORY_MB": "0", "resources:DISK
 class Nova:
     """As the bootstrap admin, or as whoever ``auth`` (a clients.KeystoneToken) is."""
 
-    def __init__(self, stack, auth=None):
+    def __init__(self, stack, auth=None, image_name=None):
+        """``image_name``: the image servers boot from by default (else Glance's first:
+        on a cloud other suites share, it may be one they made with required traits)."""
         self.url = stack.url("nova") + "/v2.1"
         self.http = common.session(MICROVERSION, auth=auth or stack.admin_auth("compute"))
-        images = common.call(self.http, "GET", stack.url("glance") + "/v2/images", (200,))
+        images = common.call(self.http, "GET", stack.url("glance") + "/v2/images" + (
+            f"?name={image_name}" if image_name else ""), (200,))
         self.image = images["images"][0]["id"]
 
     def _call(self, method, path, expect=(200, 201, 202, 204), **kw):
