@@ -15,9 +15,9 @@ process at a time (tox -e upgrade):
 
 * three nova-computes (nova 31) sharing one fleet through rp_reporter's ring, two agents
   beside them, all of rp_reporter's previous release (PREVIOUS, run from its commit);
-* what every step must keep is read before the first (``Upgrade.baseline``) and checked
-  after each (``Upgrade.step``); a boot loop and a sampler of what is offered run
-  throughout.
+* what every step must keep is the baseline the ``up`` fixture makes (its servers, the
+  fleet's records and providers), checked after each step (``Upgrade.step``); a boot
+  loop and a sampler of what is offered run throughout (traffic.py).
 
 The figures go to bench-results/upgrade.json.
 """
@@ -25,7 +25,6 @@ The figures go to bench-results/upgrade.json.
 import concurrent.futures
 import contextlib
 import dataclasses
-import datetime
 import json
 import os
 import pathlib
@@ -38,11 +37,11 @@ import pytest
 
 from tests.functional.agents import AgentProcess
 from tests.functional.agents import stop_all
+from tests.nova_ha import conftest as ha
 from tests.upgrade import traffic
 from tools import clients
 from tools import localstack
 from tools.localstack import glance
-from tools.localstack import mariadb
 from tools.localstack import nova
 from tools.localstack import process
 from tools.localstack import releases
@@ -133,6 +132,12 @@ class Upgrade:
     sampler: traffic.Sampler = None
     loop: traffic.BootLoop = None
 
+    @property
+    def ha(self):
+        """The HA suite's reads of the cloud (compute node records, Placement's deletes,
+        allocations), over the same clients."""
+        return ha.Cloud(self.stack, self.nova, self.placement, self.results)
+
     def sections(self, host):
         conf = pathlib.Path(self.stack.workdir, f"rp_reporter-{host}.conf")
         conf.write_text(self.stack.reporter_conf(
@@ -149,7 +154,7 @@ class Upgrade:
     def start_compute(self, host, previous=False, bin_dir=nova.COMPUTE_BIN):
         """(Re)start ``host``: rp_reporter's previous release or this one, nova from
         ``bin_dir``; waits until nova has its report since the start."""
-        since = utc_now()
+        since = ha.utc_now()
         self.stack.start_compute(host, "rp_reporter", SHARD, bin_dir=bin_dir,
                                  env={"PYTHONPATH": self.previous} if previous else None,
                                  **self.sections(host))
@@ -177,15 +182,8 @@ class Upgrade:
         sent to it; its nodes are left out of the sampler meanwhile (not offered, by the
         operator's will)."""
         self.nova.set_service_status(host, not disabled)
-        self.sampler.resting = {n for n, h in self.record_hosts().items()
+        self.sampler.resting = {n for n, h in self.ha.records(self.nodes).items()
                                 if h == host} if disabled else set()
-
-    def record_hosts(self):
-        """{node: host} of the fleet's compute node records."""
-        out = mariadb.client(self.stack, "SELECT hypervisor_hostname, host FROM compute_nodes "
-                                         "WHERE deleted = 0;", "nova")
-        return {n: h for n, h in (line.split("\t") for line in out.splitlines() if line)
-                if n in self.nodes}
 
     def servers(self):
         """{server: (status, task_state, host)} of the servers the baseline holds."""
@@ -201,29 +199,18 @@ class Upgrade:
         """The baseline's live servers on ``host`` now."""
         return sorted(s for s, (_, _, h) in self.servers().items() if h == host)
 
-    def records(self):
-        out = mariadb.client(self.stack, "SELECT hypervisor_hostname, deleted FROM "
-                                         "compute_nodes;", "nova")
-        rows = [line.split("\t") for line in out.splitlines() if line]
-        return ({n for n, d in rows if d == "0" and n in self.nodes},
-                sum(d != "0" and n in self.nodes for n, d in rows))
-
-    def placement_deletes(self):
-        text = pathlib.Path(self.stack.workdir, "placement.log").read_text(errors="replace")
-        return sum(len(re.findall(rf"DELETE /resource_providers/{n}\S* status: 20", text))
-                   for n in self.nodes)
-
     def compute_logs(self):
         return "".join(pathlib.Path(self.stack.workdir, f"nova-compute-{h}.log").read_text(
             errors="replace") for h in HOSTS)
 
     @contextlib.contextmanager
-    def step(self, name, actions=()):
+    def step(self, name):
         """One step: what it must keep, checked once its servers settle; yields a list
         the step appends its user actions to ((kind, server), kind "reboot"/"delete")."""
-        self.current, asked = name, list(actions)
+        self.current, asked = name, []
         began, logs_before = time.time(), len(self.compute_logs())
-        deletes_before, (_, deleted_before) = self.placement_deletes(), self.records()
+        deletes_before = self.ha.deleted_providers(self.nodes)
+        deleted_before = self.ha.deleted_records(self.nodes)
         loop = self.loop
         failed_before, refused_before = (len(loop.failed), len(loop.refused)) if loop else (0, 0)
         self.sampler.reset()
@@ -234,7 +221,7 @@ class Upgrade:
         for server, (_, _, host) in servers.items():
             if host != self.homes[server][-1]:
                 self.homes[server].append(host)
-        live, deleted_now = self.records()
+        live = set(self.ha.records(self.nodes))
         logs = self.compute_logs()[logs_before:]
         entry = {
             "step": name, "seconds": round(time.time() - began, 1),
@@ -243,10 +230,11 @@ class Upgrade:
             "moved": sum(len(h) > 1 for h in self.homes.values()),
             "moved_twice": sum(len(h) > 2 for h in self.homes.values()),
             "stuck_task_states": sum(bool(task) for _, task, _ in servers.values()),
-            "records_deleted": deleted_now - deleted_before + len(set(self.nodes) - live),
-            "providers_deleted": self.placement_deletes() - deletes_before + sum(
+            "records_deleted": (self.ha.deleted_records(self.nodes) - deleted_before
+                                + len(set(self.nodes) - live)),
+            "providers_deleted": self.ha.deleted_providers(self.nodes) - deletes_before + sum(
                 self.placement.provider(n) is None for n in self.nodes),
-            "allocations_deleted": sum(not self.placement.allocations(s) for s in servers),
+            "allocations_deleted": self.ha.allocations_lost(servers),
             "user_actions": len(asked), "user_actions_lost": lost_actions,
             "boots_failed": loop.failed[failed_before:] if loop else [],
             "boots_refused": loop.refused[refused_before:] if loop else [],
@@ -278,11 +266,6 @@ class Upgrade:
             wait_for(rested, SETTLE, "the step's servers at rest, its actions done",
                      interval=2)
         return sum(not done(*action) for action in asked)
-
-
-def utc_now():
-    """Now as nova's API gives times: naive UTC."""
-    return datetime.datetime.now(datetime.timezone.utc).replace(tzinfo=None)
 
 
 @pytest.fixture(scope="session")
