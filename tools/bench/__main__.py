@@ -25,6 +25,7 @@
     tox -e bench -- scale --nodes 100000 --agents 1 4     # 10^5 in the real services (MariaDB)
     tox -e bench -- nova-scale --nodes 1000     # real nova-compute services at fleet size
     tox -e bench -- changes-listing --nodes 1000  # nova's node refresh in a mass deploy
+    tox -e bench -- nova-storm --nodes 1000     # many servers asked at once, beside stock nova
 
 Every contender runs against the same kind of Placement: by default Placement
 (and Ironic) on MariaDB, one private mariadbd per stack with a database per
@@ -87,6 +88,7 @@ from tools.bench import compare
 from tools.bench import fleet
 from tools.bench import latency
 from tools.bench import nova_scale
+from tools.bench import nova_storm
 from tools.bench import reconcile
 from tools.bench import report
 from tools.bench import reshaper
@@ -98,7 +100,7 @@ from tools.bench import sweep
 # The benchmarks that run on their own and print their own table (no summary).
 ALONE = {"reconcile": reconcile, "latency": latency, "ring": ring, "sweep": sweep,
          "reshaper": reshaper, "fleet": fleet, "scale": scale, "nova-scale": nova_scale,
-         "changes-listing": changes_listing}
+         "nova-storm": nova_storm, "changes-listing": changes_listing}
 
 
 def parser():
@@ -155,6 +157,10 @@ def parser():
     nova_scale.add_arguments(sub.add_parser(
         "nova-scale", help="real nova-compute services over thousands of Ironic nodes: stock "
         "nova with one service and with shards, rp_reporter's driver on the ring",
+        parents=[shared]))
+    nova_storm.add_arguments(sub.add_parser(
+        "nova-storm", help="many servers asked at once at fleet size: rp_reporter's driver "
+        "and stock nova's, with nova's and Placement's defaults and the recommended settings",
         parents=[shared]))
     changes_listing.add_arguments(sub.add_parser(
         "changes-listing", help="nova's node refresh during a mass deploy and a mass "

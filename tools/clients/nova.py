@@ -134,6 +134,11 @@ class Nova:
                 pass
         return built
 
+    def servers(self, prefix):
+        """The records of every server whose name starts with ``prefix`` (one page: up
+        to nova's [api] max_limit)."""
+        return self._call("GET", f"/servers/detail?name=^{prefix}&limit=1000")["servers"]
+
     def delete(self, server):
         self._call("DELETE", f"/servers/{server}", expect=(204, 404))
 

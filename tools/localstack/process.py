@@ -13,6 +13,7 @@
 """What every service module shares: child processes, loopback ports, readiness
 checks, and the stack's own virtualenv and Debian packages."""
 
+import configparser
 import contextlib
 import fcntl
 import os
@@ -98,6 +99,23 @@ def ini(sections):
     """An ini file's text: {section: {option: value}}, in order."""
     return "".join(f"[{name}]\n" + "".join(f"{k} = {v}\n" for k, v in values.items()) + "\n"
                    for name, values in sections.items())
+
+
+def update_ini(path, sections):
+    """Set options of an ini file in place: {section: {option: value}}, a value of None
+    taking the option away (the service's own default again)."""
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.read(path)
+    for section, values in sections.items():
+        if section != "DEFAULT" and not parser.has_section(section):
+            parser.add_section(section)
+        for option, value in values.items():
+            if value is None:
+                parser.remove_option(section, option)
+            else:
+                parser.set(section, option, str(value))
+    with open(path, "w") as f:
+        parser.write(f)
 
 
 def wait_until(check, timeout, what, interval=0.2):

@@ -28,7 +28,6 @@ data migrations, and ``nova-status upgrade check``.  The nova-computes are the c
 an operator takes them one at a time (the operator guide's upgrade section).
 """
 
-import configparser
 import os
 import shutil
 import subprocess
@@ -74,14 +73,7 @@ def prepare_nova(stack, cell=nova.CELL):
     """nova_sections in the controllers' and the cell conductor's nova.conf (read at
     their next start)."""
     for path in (_conf(stack, nova.NAME, "nova.conf"), nova.cell_conductor_conf(stack, cell)):
-        parser = configparser.ConfigParser(interpolation=None)
-        parser.read(path)
-        for section, values in nova_sections(stack).items():
-            if not parser.has_section(section):
-                parser.add_section(section)
-            parser[section].update(values)
-        with open(path, "w") as f:
-            parser.write(f)
+        process.update_ini(path, nova_sections(stack))
 
 
 def _restart(stack, name):

@@ -1,0 +1,68 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""tools/bench/nova_storm.py: Placement's 409s from its request log, and a service's
+settings changed in its configuration file."""
+
+import configparser
+
+from tools.bench import nova_storm
+from tools.localstack import process
+
+REQUEST = ('2026-12-05 17:18:11.598 819 INFO placement.requestlog [req-1 req-2 u p - - default '
+           'default] 127.0.0.1 "{method} {path}" status: {status} len: 428 microversion: 1.36\n')
+
+
+def test_409s_are_counted_from_the_offset_by_what_was_written(tmp_path):
+    log = tmp_path / "placement.log"
+    before = REQUEST.format(method="PUT", path="/allocations/a", status=409)
+    log.write_text(
+        before
+        + REQUEST.format(method="PUT", path="/allocations/b", status=409)
+        + REQUEST.format(method="PUT", path="/allocations/c", status=204)
+        + REQUEST.format(method="PUT", path="/resource_providers/r/inventories", status=409)
+        + REQUEST.format(method="PUT", path="/resource_providers/r/traits", status=409)
+        + "2026-12-05 17:18:12.651 818 WARNING placement.objects.resource_provider [-] "
+          "Resource provider r is now over-capacity\n")
+    assert nova_storm.placement_409s(log, len(before)) == {
+        "allocations": 1, "inventories": 1, "other": 1}
+    assert nova_storm.placement_409s(log, 0)["allocations"] == 2
+
+
+def test_settings_are_set_and_none_gives_the_option_back_to_its_default(tmp_path):
+    conf = tmp_path / "placement.conf"
+    conf.write_text("[DEFAULT]\ndebug = False\n[placement]\nallocation_conflict_retry_count = 1\n")
+    process.update_ini(conf, {"placement": {"randomize_allocation_candidates": "True"},
+                              "scheduler": {"workers": 2}})
+    process.update_ini(conf, {"scheduler": {"workers": None, "max_placement_results": None}})
+    parser = configparser.ConfigParser()
+    parser.read(conf)
+    assert dict(parser["placement"]) == {"debug": "False",  # DEFAULT shows in every section
+                                         "allocation_conflict_retry_count": "1",
+                                         "randomize_allocation_candidates": "True"}
+    assert not parser.has_option("scheduler", "workers")
+
+
+def test_an_unreadable_answer_counts_once_whatever_its_traceback(tmp_path):
+    log = tmp_path / "nova-scheduler.log"
+    head = "2026-12-05 17:27:33.334 3492 "
+    log.write_text(
+        head + "WARNING nova.scheduler.client.report [None req-1 u p - - default default] "
+               "Placement API service is not responding.: ConnectFailure: LineTooLong\n"
+        + head + "ERROR oslo_messaging.rpc.server [None req-2 u p - - default default] "
+                 "Exception during message handling: requests.exceptions.JSONDecodeError: "
+                 "Extra data\n"
+        + head + "ERROR oslo_messaging.rpc.server Traceback (most recent call last):\n"
+        + head + "ERROR oslo_messaging.rpc.server json.decoder.JSONDecodeError: Extra data\n"
+        + head + "WARNING nova.scheduler.client.report [None req-3 u p - - default default] "
+                 "Failed to save allocation for a. Got HTTP 409\n")
+    assert nova_storm.unreadable_answers(log, 0) == 2

@@ -1,0 +1,341 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""nova-storm: many servers asked at once onto a large fleet, beside stock nova.
+
+    tox -e bench -- nova-storm --nodes 1000                 (not in CI)
+    tox -e bench -- nova-storm --nodes 10000 --setups rp_reporter --storms 10 50
+
+On the nova-cloud profile (a whole nova on MariaDB behind Keystone), for each fleet
+size and setup (nova-scale's: ``rp_reporter``, its driver's three services on the ring
+beside two agents; ``stock_shards``, stock nova's driver on three static shards), and
+for each group of SETTINGS (Placement's and nova's defaults, then what the operator
+guide recommends), storms of ``--storms`` servers asked within one second, each its
+own API call from its own thread (as a CI farm asks): one while no periodic of any
+service runs (``quiet``), one as a periodic starts (``periodic``).
+
+Per storm: servers ACTIVE, in ERROR (with nova's reason), reschedules (the create
+action's build events beyond the first), Placement's 409 answers (its request log, by
+what was written), the seconds from each request to ACTIVE (p50, p99, max; polled
+every half second), the servers whose build overlapped a periodic of their service,
+and the CPU seconds of nova-scheduler, Placement and every other process; beside one
+boot alone on the same stack and settings (``single_boot_s``).  The servers are
+deleted, and every node offered again, before the next storm.
+"""
+
+import collections
+import concurrent.futures
+import os
+import re
+import tempfile
+import threading
+import time
+import uuid
+
+from tools import clients
+from tools import localstack
+from tools.bench import common
+from tools.bench import nova_scale
+from tools.localstack import nova as nova_service
+from tools.localstack import process
+from tools.localstack import releases
+from tools.wait import NotSeen
+from tools.wait import wait_for
+
+SETUPS = ("rp_reporter", "stock_shards")
+# Each group: {where: {section: {option: value}}}, None for the service's own default.
+# "defaults" takes away what the stack sets of these options.
+SETTINGS = {
+    "defaults": {
+        "placement": {"placement": {"randomize_allocation_candidates": None}},
+        "scheduler": {"scheduler": {"max_placement_results": None, "workers": None}},
+        "compute": {"DEFAULT": {"max_concurrent_builds": None}}},
+    "recommended": {
+        # Identical single-unit providers come in one order for every request, so
+        # concurrent requests all claim the first: every one but one meets a 409 and
+        # claims the next.  Shuffled, they rarely meet.
+        "placement": {"placement": {"randomize_allocation_candidates": "True"}},
+        # nova loads a host state for every candidate Placement returns (1,000 by
+        # default); shuffled, a hundred are as good a choice and a tenth of the work.
+        "scheduler": {"scheduler": {"max_placement_results": "100", "workers": None}},
+        # An Ironic build holds one of these for the whole deploy, mostly waiting on
+        # Ironic: nova's 10 queue a storm's builds behind each other.
+        "compute": {"DEFAULT": {"max_concurrent_builds": "50"}}},
+    # The recommended settings with one scheduler process (nova's default is one per
+    # core): what a second one buys.
+    "recommended_one_scheduler": {
+        "placement": {"placement": {"randomize_allocation_candidates": "True"}},
+        "scheduler": {"scheduler": {"max_placement_results": "100", "workers": "1"}},
+        "compute": {"DEFAULT": {"max_concurrent_builds": "50"}}},
+}
+WHEN = ("quiet", "periodic")
+# nova-scheduler's lines for an answer of Placement it could not read: on nova 34's native
+# threads, storms showed another request's bytes where a status line or JSON should be.
+UNREADABLE = re.compile(r"Placement API service is not responding|JSONDecodeError")
+RECORD = re.compile(r"^\S+ \S+ \d+ (?:WARNING|ERROR) \S+ \[")  # a traceback line has no [
+POLL_S = 0.5
+
+
+def apply_settings(stack, setup, settings, restart_computes=True):
+    """Placement's and the controllers' configuration set to ``settings`` (each service
+    restarted); the setup's nova-computes' too, restarted (``restart_computes``) when
+    that changed it."""
+    conf_dir = stack.service_dir("placement")
+    process.update_ini(os.path.join(conf_dir, "placement.conf"), settings["placement"])
+    stack.restart("placement")
+    process.update_ini(os.path.join(nova_service.conf_dir(stack), "nova.conf"),
+                       settings["scheduler"])
+    process.stop_all(nova_service.controllers(stack))
+    nova_service.start_controllers(stack)
+    compute = {s: {k: v for k, v in values.items() if v is not None}
+               for s, values in settings["compute"].items()}
+    changed = any(setup.sections.get(s, {}).get(k) != values.get(k)
+                  for s, values in settings["compute"].items() for k in values)
+    for section, values in settings["compute"].items():
+        for option in values:
+            setup.sections.setdefault(section, {}).pop(option, None)
+        setup.sections[section].update(compute.get(section, {}))
+    if changed and restart_computes:
+        for host in setup.hosts:
+            setup.start_service(host)
+
+
+def all_offered(setup, timeout):
+    wait_for(lambda: len(setup.placement.offered(setup.placement_class)) >= setup.nodes,
+             timeout, f"{setup.name}: every node offered", interval=2)
+
+
+def wait_for_moment(logs, when, timeout):
+    """Until no periodic of any service runs (``quiet``), or one starts (``periodic``);
+    whether it came within ``timeout``."""
+    if when == "quiet":
+        def ready():
+            now = time.time()
+            return not any(nova_scale.during_periodic(log, now, now, now)
+                           for log in logs.values())
+    else:
+        offsets = {host: os.path.getsize(log) for host, log in logs.items()}
+
+        def ready():
+            for host, log in logs.items():
+                with open(log, errors="replace") as f:
+                    f.seek(offsets[host])
+                    if any(nova_scale.STARTED in line for line in f):
+                        return True
+            return False
+    try:
+        wait_for(ready, timeout, f"a {when} moment", interval=0.2)
+        return True
+    except NotSeen:
+        return False
+
+
+def unreadable_answers(log_path, offset):
+    """nova-scheduler's log records (their first lines, not their tracebacks) from byte
+    ``offset`` saying an answer of Placement could not be read."""
+    with open(log_path, errors="replace") as f:
+        f.seek(offset)
+        return sum(1 for line in f if RECORD.match(line) and UNREADABLE.search(line))
+
+
+def placement_409s(log_path, offset):
+    """Placement's 409 answers logged from byte ``offset``, by what was written."""
+    found = collections.Counter()
+    with open(log_path, errors="replace") as f:
+        f.seek(offset)
+        for line in f:
+            if "status: 409" in line:
+                kind = ("allocations" if "/allocations" in line
+                        else "inventories" if "/inventories" in line else "other")
+                found[kind] += 1
+    return dict(found)
+
+
+def ask(nova, flavor, prefix, count):
+    """``count`` servers asked together, each by its own thread once all are ready;
+    [(server, asked at)]."""
+    ready = threading.Barrier(count)
+
+    def one(i):
+        ready.wait()
+        asked = time.time()
+        return nova.boot(f"{prefix}-{i}", flavor), asked
+    with concurrent.futures.ThreadPoolExecutor(count) as pool:
+        return list(pool.map(one, range(count)))
+
+
+def built(nova, prefix, asked, timeout):
+    """({server: (its record once ACTIVE or ERROR, when seen so)}, {server: its record}
+    of those neither within ``timeout``): one listing of the storm's servers every
+    POLL_S (one request, whatever the storm's size)."""
+    seen, last, deadline = {}, {}, time.monotonic() + timeout
+    while len(seen) < len(asked) and time.monotonic() < deadline:
+        now = time.time()
+        for server in nova.servers(prefix):
+            last[server["id"]] = server
+            if server["id"] in asked and server["id"] not in seen and server["status"] in (
+                    "ACTIVE", "ERROR"):
+                seen[server["id"]] = (server, now)
+        time.sleep(POLL_S)
+    return seen, {s: last.get(s, {}) for s in asked if s not in seen}
+
+
+def storm(stack, setup, nova, flavor, logs, count, when, timeout, build_timeout):
+    """``count`` servers asked at once at a ``when`` moment: the storm's figures."""
+    moment = wait_for_moment(logs, when, 2 * int(setup.sections["DEFAULT"][
+        "update_resources_interval"]) + 60)
+    placement_log = os.path.join(stack.workdir, "placement.log")
+    offset = os.path.getsize(placement_log)
+    scheduler_log = os.path.join(stack.workdir, "nova-scheduler.log")
+    scheduler_offset = os.path.getsize(scheduler_log)
+    cpu_before = nova_scale.cpu_by_service(stack, setup)
+    prefix = f"storm-{uuid.uuid4().hex[:8]}"
+    asked = dict(ask(nova, flavor, prefix, count))
+    seen, unfinished = built(nova, prefix, asked, build_timeout)
+    cpu = nova_scale.cpu_by_service(stack, setup)
+    used = {name: round(cpu[name] - cpu_before.get(name, 0), 1) for name in cpu}
+    took = {s: at - asked[s] for s, (record, at) in seen.items() if record["status"] == "ACTIVE"}
+    errors = [s for s, (record, _) in seen.items() if record["status"] == "ERROR"]
+    reasons = collections.Counter(
+        (nova.wait_built(s, 5).get("fault") or {}).get("message", "no fault") for s in errors)
+    overlapped = sum(
+        1 for s, (record, at) in seen.items()
+        if logs.get(record.get("OS-EXT-SRV-ATTR:host"))
+        and nova_scale.during_periodic(logs[record["OS-EXT-SRV-ATTR:host"]], asked[s], at))
+    figures = {
+        "storm": count, "when": when, "moment_found": moment,
+        "asked_within_s": round(max(asked.values()) - min(asked.values()), 2),
+        "active": len(took), "error": len(errors), "error_reasons": dict(reasons),
+        # Neither ACTIVE nor ERROR within the build timeout: status and task state.
+        "unfinished": [[s, r.get("status"), r.get("OS-EXT-STS:task_state")]
+                       for s, r in unfinished.items()],
+        "reschedules": sum(max(nova.attempts(s) - 1, 0) for s in asked),
+        "placement_409_by_write": placement_409s(placement_log, offset),
+        "scheduler_unreadable_answers": unreadable_answers(scheduler_log, scheduler_offset),
+        "during_periodic": overlapped,
+        "p50_s": _q(took, 50), "p99_s": _q(took, 99),
+        "max_s": round(max(took.values()), 2) if took else None,
+        "scheduler_cpu_s": sum(v for k, v in used.items() if k.startswith("nova-scheduler")),
+        "placement_cpu_s": used.get("placement"),
+        "cpu_s": {k: v for k, v in sorted(used.items(), key=lambda kv: -kv[1]) if v >= 0.5},
+        "load": common.load()}
+    figures["placement_409"] = sum(figures["placement_409_by_write"].values())
+    for server in asked:
+        nova.delete(server)
+    for server in asked:
+        nova.wait_gone(server, timeout)
+    all_offered(setup, timeout)
+    return figures
+
+
+def _q(took, q):
+    return round(common.percentile(list(took.values()), q), 2) if took else None
+
+
+def measure(stack, name, nodes, args, workdir):
+    """One setup at one fleet size: a row per settings, storm and moment."""
+    setup = nova_scale.Setup(stack, name, nodes, args.periodic,
+                             os.path.join(workdir, f"{name}-{nodes}"), args.nova,
+                             args.full_pass_every if name == "rp_reporter" else 1)
+    os.makedirs(setup.workdir, exist_ok=True)
+    made = time.monotonic()
+    setup.make_nodes()
+    print(f"{name}: {nodes} nodes in Ironic in {time.monotonic() - made:.0f} s", flush=True)
+    nova = clients.Nova(stack)
+    flavor = nova.flavor(f"bm-{setup.resource_class}", setup.placement_class)
+    base = {"nodes": nodes, "setup": name, "services": len(setup.hosts),
+            "release": stack.release.name, "periodic_interval_s": args.periodic,
+            "full_pass_every": setup.full_pass_every, "nova_settings": args.nova}
+    rows = []
+    first = SETTINGS[args.settings[0]]
+    apply_settings(stack, setup, first, restart_computes=False)
+    setup.start_agents()
+    if setup.agents:
+        setup.agents_done(args.timeout)
+    started = time.monotonic()
+    logs = setup.start_services()
+    try:
+        all_offered(setup, args.timeout)
+        print(f"{name}: every node offered {time.monotonic() - started:.0f} s after the "
+              "services' start", flush=True)
+        stack.wait_compute_mapped(*setup.hosts, by_service=True)
+        wait_for(lambda: all(nova_scale.periodics(log) for log in logs.values()),
+                 args.timeout, f"{name}: a whole periodic of every service", interval=5)
+        for label in args.settings:
+            if label != args.settings[0]:
+                apply_settings(stack, setup, SETTINGS[label])
+                all_offered(setup, args.timeout)
+            alone = storm(stack, setup, nova, flavor, logs, 1, "quiet", args.timeout,
+                          args.build_timeout)
+            for count in args.storms:
+                for when in args.when:
+                    row = dict(base, settings=label, settings_set=SETTINGS[label],
+                               single_boot_s=alone["max_s"],
+                               **storm(stack, setup, nova, flavor, logs, count, when,
+                                       args.timeout, args.build_timeout))
+                    rows.append(row)
+                    print(_line(row), flush=True)
+                    args.save(rows)
+    except Exception as e:  # noqa: BLE001 - the storms measured so far are kept
+        rows.append(dict(base, failed=repr(e)))
+    finally:
+        setup.stop()
+    return rows
+
+
+def _line(row):
+    return (f"{row['setup']} {row['nodes']} {row['settings']} storm {row['storm']} "
+            f"{row['when']}: {row['active']} ACTIVE, {row['error']} ERROR, "
+            f"{row['reschedules']} reschedules, {row['placement_409']} 409s, p50 "
+            f"{row['p50_s']} p99 {row['p99_s']} max {row['max_s']} s (one alone "
+            f"{row['single_boot_s']} s), scheduler {row['scheduler_cpu_s']} s, Placement "
+            f"{row['placement_cpu_s']} s CPU")
+
+
+def run(args):
+    workdir = tempfile.mkdtemp(prefix="nova-storm-")
+    stack = localstack.LocalStack(os.path.join(workdir, "stack"),
+                                  **localstack.PROFILES["nova-cloud"])
+    rows, name_of_results = [], "nova-storm" + releases.venv_suffix()
+    args.save = lambda more: common.save({"rows": rows + more}, name_of_results)
+    try:
+        stack.start()
+        for nodes in args.nodes:
+            for name in args.setups:
+                try:
+                    rows.extend(measure(stack, name, nodes, args, workdir))
+                except Exception as e:  # noqa: BLE001 - one setup's failure keeps the others
+                    rows.append({"nodes": nodes, "setup": name, "failed": repr(e)})
+                common.save({"rows": rows}, name_of_results)
+    finally:
+        stack.stop()
+        common.save({"rows": rows}, name_of_results)
+    return rows
+
+
+def add_arguments(parser):
+    parser.add_argument("--nodes", type=int, nargs="+", default=[1000])
+    parser.add_argument("--setups", nargs="+", choices=SETUPS, default=list(SETUPS))
+    parser.add_argument("--settings", nargs="+", choices=list(SETTINGS),
+                        default=["defaults", "recommended"])
+    parser.add_argument("--storms", type=int, nargs="+", default=[10, 50, 100])
+    parser.add_argument("--when", nargs="+", choices=WHEN, default=list(WHEN))
+    parser.add_argument("--periodic", type=int, default=60,
+                        help="nova-compute's update_resources_interval (s)")
+    parser.add_argument("--full-pass-every", type=int, default=10,
+                        help="rp_reporter's services: [rp_reporter] full_pass_every")
+    parser.add_argument("--timeout", type=float, default=1800)
+    parser.add_argument("--build-timeout", type=float, default=300,
+                        help="a storm's servers neither ACTIVE nor ERROR after this are "
+                             "counted unfinished (and deleted)")
+    parser.add_argument("--nova", nargs="*", default=[], metavar="SECTION.OPTION=VALUE",
+                        help="nova.conf settings of every setup's services, over the bench's")
