@@ -161,16 +161,21 @@ def placement_409s(log_path, offset):
 
 
 def ask(nova, flavor, prefix, count):
-    """``count`` servers asked together, each by its own thread once all are ready;
-    [(server, asked at)]."""
+    """``count`` servers asked together, each by its own thread once all are ready:
+    ({server: asked at}, [nova-api's answer to each request it refused])."""
     ready = threading.Barrier(count)
 
     def one(i):
         ready.wait()
         asked = time.time()
-        return nova.boot(f"{prefix}-{i}", flavor), asked
+        try:
+            return nova.boot(f"{prefix}-{i}", flavor), asked
+        except AssertionError as e:
+            return None, str(e)
     with concurrent.futures.ThreadPoolExecutor(count) as pool:
-        return list(pool.map(one, range(count)))
+        answers = list(pool.map(one, range(count)))
+    return ({server: at for server, at in answers if server},
+            [refusal for server, refusal in answers if not server])
 
 
 def built(nova, prefix, asked, timeout):
@@ -180,7 +185,12 @@ def built(nova, prefix, asked, timeout):
     seen, last, deadline = {}, {}, time.monotonic() + timeout
     while len(seen) < len(asked) and time.monotonic() < deadline:
         now = time.time()
-        for server in nova.servers(prefix):
+        try:
+            listed = nova.servers(prefix)
+        except AssertionError as e:  # nova-api's 500 (its neutron calls in a storm): again
+            print(f"listing the storm's servers: {e}", flush=True)
+            listed = ()
+        for server in listed:
             last[server["id"]] = server
             if server["id"] in asked and server["id"] not in seen and server["status"] in (
                     "ACTIVE", "ERROR"):
@@ -199,41 +209,61 @@ def storm(stack, setup, nova, flavor, logs, count, when, timeout, build_timeout)
     scheduler_offset = os.path.getsize(scheduler_log)
     cpu_before = nova_scale.cpu_by_service(stack, setup)
     prefix = f"storm-{uuid.uuid4().hex[:8]}"
-    asked = dict(ask(nova, flavor, prefix, count))
+    asked, refused = ask(nova, flavor, prefix, count)
+    try:
+        return _figures(stack, setup, nova, logs, asked, prefix, build_timeout, cpu_before,
+                        (placement_log, offset), (scheduler_log, scheduler_offset),
+                        dict(storm=count, when=when, moment_found=moment, refused=refused))
+    finally:  # the next storm finds every node free
+        for server in asked:
+            _patient(nova.delete, server)
+        for server in asked:
+            nova.wait_gone(server, timeout)
+        all_offered(setup, timeout)
+
+
+def _patient(call, *args, tries=5):
+    """``call(*args)``, again after nova-api's 500s (its neutron calls under a storm)."""
+    for attempt in range(tries):
+        try:
+            return call(*args)
+        except AssertionError:
+            if attempt == tries - 1:
+                raise
+            time.sleep(2)
+
+
+def _figures(stack, setup, nova, logs, asked, prefix, build_timeout, cpu_before, placement,
+             scheduler, figures):
+    """The storm's figures once its servers are built (or not within ``build_timeout``)."""
     seen, unfinished = built(nova, prefix, asked, build_timeout)
     cpu = nova_scale.cpu_by_service(stack, setup)
     used = {name: round(cpu[name] - cpu_before.get(name, 0), 1) for name in cpu}
     took = {s: at - asked[s] for s, (record, at) in seen.items() if record["status"] == "ACTIVE"}
     errors = [s for s, (record, _) in seen.items() if record["status"] == "ERROR"]
-    reasons = collections.Counter(
-        (nova.wait_built(s, 5).get("fault") or {}).get("message", "no fault") for s in errors)
+    reasons = collections.Counter((_patient(nova.wait_built, s, 5).get("fault") or {}).get(
+        "message", "no fault") for s in errors)
     overlapped = sum(
         1 for s, (record, at) in seen.items()
         if logs.get(record.get("OS-EXT-SRV-ATTR:host"))
         and nova_scale.during_periodic(logs[record["OS-EXT-SRV-ATTR:host"]], asked[s], at))
-    figures = {
-        "storm": count, "when": when, "moment_found": moment,
-        "asked_within_s": round(max(asked.values()) - min(asked.values()), 2),
+    figures.update({
+        "asked_within_s": round(max(asked.values()) - min(asked.values()), 2) if asked else None,
         "active": len(took), "error": len(errors), "error_reasons": dict(reasons),
         # Neither ACTIVE nor ERROR within the build timeout: status and task state.
         "unfinished": [[s, r.get("status"), r.get("OS-EXT-STS:task_state")]
                        for s, r in unfinished.items()],
-        "reschedules": sum(max(nova.attempts(s) - 1, 0) for s in asked),
-        "placement_409_by_write": placement_409s(placement_log, offset),
-        "scheduler_unreadable_answers": unreadable_answers(scheduler_log, scheduler_offset),
+        "reschedules": sum(max(_patient(nova.attempts, s) - 1, 0) for s in asked),
+        "placement_409_by_write": placement_409s(*placement),
+        "scheduler_unreadable_answers": unreadable_answers(*scheduler),
         "during_periodic": overlapped,
         "p50_s": _q(took, 50), "p99_s": _q(took, 99),
         "max_s": round(max(took.values()), 2) if took else None,
         "scheduler_cpu_s": sum(v for k, v in used.items() if k.startswith("nova-scheduler")),
         "placement_cpu_s": used.get("placement"),
         "cpu_s": {k: v for k, v in sorted(used.items(), key=lambda kv: -kv[1]) if v >= 0.5},
-        "load": common.load()}
+        "load": common.load()})
     figures["placement_409"] = sum(figures["placement_409_by_write"].values())
-    for server in asked:
-        nova.delete(server)
-    for server in asked:
-        nova.wait_gone(server, timeout)
-    all_offered(setup, timeout)
     return figures
 
 
