@@ -98,6 +98,9 @@ class Desired:
     # reporter leaves the provider's aggregates alone.
     aggregates: frozenset | None = None
     managed_aggregates: frozenset = frozenset()
+    # A server is on the node (Ironic's instance_uuid): nova claimed it in Placement
+    # first, and that claim moved the provider's generation.
+    in_use: bool = False
 
     @property
     def inventories(self):
@@ -256,6 +259,7 @@ def provider(uuid, resource_class, unusable, in_use, traits, skip_reserve_in_use
         traits=traits - refused,
         problem=problem,
         refused_traits=refused,
+        in_use=bool(in_use),
     )
 
 

@@ -67,6 +67,18 @@ class SetInventories:
     kind = "inventories"
 
 
+def claimed_since(desired, observed):
+    """Whether a server's claim has moved the provider's generation since ``observed``,
+    so that a write on it would meet a 409: the node is in use now, its unit was free
+    then, and it is to be reserved.  nova claims the provider in Placement before it
+    tells Ironic the server's uuid, and a claim bumps the generation (a delete does
+    not); in a boot storm every build otherwise cost the agents a conflict."""
+    if observed is None or not desired.in_use or desired.resource_class is None:
+        return False
+    held = observed.inventories.get(desired.resource_class)
+    return held is not None and held.get("reserved", 0) < desired.reserved
+
+
 def needs_usages(desired, observed):
     """True when the plan depends on what is allocated: some class would go."""
     return observed is not None and any(

@@ -201,7 +201,8 @@ class ProviderSync:
         with self._lock:
             cached = self._cache.get(uuid)
         if (cached is not None and not planner.lacks_aggregates(desired, cached)
-                and (listed_generation is USE_CACHE or cached.generation == listed_generation)):
+                and (listed_generation is USE_CACHE and not planner.claimed_since(desired, cached)
+                     or cached.generation == listed_generation)):
             return cached
         observed = self.placement.observe(uuid, aggregates=desired.aggregates is not None)
         if observed is not None:

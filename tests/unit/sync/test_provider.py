@@ -202,3 +202,58 @@ def test_tenancy_reads_the_aggregates_and_a_cache_without_them_proves_nothing():
     syncer.restore(provider.observations.dump(
         {node: provider.dataclasses.replace(placement.held, aggregates=None)}, 1))
     assert not syncer.in_step(claimed_by_q, (node, 6))
+
+
+class ClaimedPlacement(HeldPlacement):
+    """HeldPlacement answering a stale generation with a 409, as Placement does, where
+    nova's scheduler claims the provider between two syncs."""
+
+    def _write(self, kind, generation, **change):
+        if generation != self.held.generation:
+            self.writes.append(("409", kind))
+            raise Conflict("PUT", f"/resource_providers/{self.held.uuid}/{kind}", 409)
+        return super()._write(kind, generation, **change)
+
+    def set_inventories(self, uuid, generation, inventories):
+        return self._write("inventories", generation, inventories=dict(inventories))
+
+    def claim(self):
+        """A server's allocation: Placement bumps the provider's generation."""
+        self.held = provider.dataclasses.replace(self.held, generation=self.held.generation + 1)
+
+
+def test_a_node_given_a_server_is_read_before_its_unit_is_reserved_and_meets_no_409():
+    node = "00000000-0000-0000-0000-000000000006"
+    held = provider.planner.Observed(node, 4, {"CUSTOM_GOLD": model.inventory(0)},
+                                     frozenset({model.MANAGED_TRAIT}))
+    placement = ClaimedPlacement(held)
+    syncer = provider.ProviderSync(placement, reverify_passes=10**6)
+    free = model.Desired(node, node, "CUSTOM_GOLD", 0, frozenset())
+    assert syncer.sync(free, listed_generation=4).outcome is provider.Outcome.UNCHANGED
+    reads = len(placement.reads)
+    placement.claim()  # nova's scheduler claims the node, then tells Ironic the server
+    taken = model.Desired(node, node, "CUSTOM_GOLD", 1, frozenset(), in_use=True)
+    assert syncer.sync(taken, provider.USE_CACHE).outcome is provider.Outcome.UPDATED
+    assert placement.writes == [("inventories", {"CUSTOM_GOLD": model.inventory(1)})]
+    assert len(placement.reads) == reads + 1
+    # Freed (a delete leaves the generation alone), then put into maintenance with no
+    # server: the cache is trusted, no read.
+    syncer.sync(free, provider.USE_CACHE)
+    maintenance = model.Desired(node, node, "CUSTOM_GOLD", 1, frozenset())
+    syncer.sync(maintenance, provider.USE_CACHE)
+    assert len(placement.reads) == reads + 1
+    assert [w[0] for w in placement.writes] == ["inventories"] * 3
+
+
+def test_only_a_claim_unseen_by_the_cache_calls_for_a_read():
+    held = provider.planner.Observed("n", 4, {"CUSTOM_GOLD": model.inventory(0)}, frozenset())
+    in_use = model.Desired("n", "n", "CUSTOM_GOLD", 1, frozenset(), in_use=True)
+    assert provider.planner.claimed_since(in_use, held)
+    reserved = provider.dataclasses.replace(held, inventories={"CUSTOM_GOLD": model.inventory(1)})
+    assert not provider.planner.claimed_since(in_use, reserved)  # written since the claim
+    # [workarounds] skip_reserve_in_use_ironic_nodes: nothing to write, nothing to read
+    kept = provider.dataclasses.replace(in_use, reserved=0)
+    assert not provider.planner.claimed_since(kept, held)
+    assert not provider.planner.claimed_since(provider.dataclasses.replace(in_use, in_use=False),
+                                              held)
+    assert model.desired(model.Node(uuid="n", resource_class="gold", instance_uuid="i")).in_use
