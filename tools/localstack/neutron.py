@@ -86,7 +86,11 @@ def start(stack):
                        "neutron.wsgi.api:application", conf_dir,
                        {"OS_NEUTRON_CONFIG_DIR": conf_dir,
                         "OS_NEUTRON_CONFIG_FILES": "neutron.conf"},
-                       ("-w", "1", "--threads", "4"),
+                       # nova-api asks for the ports of a page of servers in one query
+                       # string: 100 servers' is 4.8 kB, past gunicorn's default request
+                       # line (4,094 bytes; at most 8,190), and a page is up to 1,000
+                       # servers: no limit, as behind a deployment's web server.
+                       ("-w", "1", "--threads", "4", "--limit-request-line", "0"),
                        after_import="import neutron.db.migration.models.head  # noqa: F401\n"
                                     "from sqlalchemy import orm\norm.configure_mappers()\n")
     process.wait_until(lambda: process.http_ok(stack.url(NAME) + "/"), 90, "neutron-server")
