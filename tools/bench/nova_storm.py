@@ -54,28 +54,42 @@ from tools.wait import wait_for
 SETUPS = ("rp_reporter", "stock_shards")
 # Each group: {where: {section: {option: value}}}, None for the service's own default.
 # "defaults" takes away what the stack sets of these options.
+RECOMMENDED = {
+    # Identical single-unit providers come in one order for every request, so
+    # concurrent requests all claim the first: every one but one meets a 409 and
+    # claims the next.  Shuffled, they rarely meet.
+    "placement": {"placement": {"randomize_allocation_candidates": "True"}},
+    # nova loads a host state for every candidate Placement returns (1,000 by
+    # default); shuffled, a hundred are as good a choice and a tenth of the work.
+    "scheduler": {"scheduler": {"max_placement_results": "100", "workers": None},
+                  "DEFAULT": {"concurrency_backend": None}},
+    # An Ironic build holds one of these for the whole deploy, mostly waiting on
+    # Ironic: nova's 10 queue a storm's builds behind each other.
+    "compute": {"DEFAULT": {"max_concurrent_builds": "50"}}}
+
+
+def _over(settings, where, section, **options):
+    """``settings`` with ``options`` set in ``section`` of ``where``."""
+    changed = {w: {s: dict(values) for s, values in sections.items()}
+               for w, sections in settings.items()}
+    changed[where].setdefault(section, {}).update(options)
+    return changed
+
+
 SETTINGS = {
     "defaults": {
         "placement": {"placement": {"randomize_allocation_candidates": None}},
-        "scheduler": {"scheduler": {"max_placement_results": None, "workers": None}},
+        "scheduler": {"scheduler": {"max_placement_results": None, "workers": None},
+                      "DEFAULT": {"concurrency_backend": None}},
         "compute": {"DEFAULT": {"max_concurrent_builds": None}}},
-    "recommended": {
-        # Identical single-unit providers come in one order for every request, so
-        # concurrent requests all claim the first: every one but one meets a 409 and
-        # claims the next.  Shuffled, they rarely meet.
-        "placement": {"placement": {"randomize_allocation_candidates": "True"}},
-        # nova loads a host state for every candidate Placement returns (1,000 by
-        # default); shuffled, a hundred are as good a choice and a tenth of the work.
-        "scheduler": {"scheduler": {"max_placement_results": "100", "workers": None}},
-        # An Ironic build holds one of these for the whole deploy, mostly waiting on
-        # Ironic: nova's 10 queue a storm's builds behind each other.
-        "compute": {"DEFAULT": {"max_concurrent_builds": "50"}}},
-    # The recommended settings with one scheduler process (nova's default is one per
-    # core): what a second one buys.
-    "recommended_one_scheduler": {
-        "placement": {"placement": {"randomize_allocation_candidates": "True"}},
-        "scheduler": {"scheduler": {"max_placement_results": "100", "workers": "1"}},
-        "compute": {"DEFAULT": {"max_concurrent_builds": "50"}}},
+    "recommended": RECOMMENDED,
+    # nova 34 runs its controllers on native threads; on them its scheduler read another
+    # request's answer from Placement now and then (a build failed): the same settings
+    # with nova-scheduler and the superconductor on eventlet (nova's deprecated mode).
+    "recommended_eventlet": _over(RECOMMENDED, "scheduler", "DEFAULT",
+                                  concurrency_backend="eventlet"),
+    # One scheduler process (nova's default is one per core): what a second one buys.
+    "recommended_one_scheduler": _over(RECOMMENDED, "scheduler", "scheduler", workers="1"),
 }
 WHEN = ("quiet", "periodic")
 # nova-scheduler's lines for an answer of Placement it could not read: on nova 34's native
