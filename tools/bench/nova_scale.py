@@ -663,23 +663,32 @@ def measure(stack, name, nodes, args, workdir):
 
 
 def run(args):
-    workdir = tempfile.mkdtemp(prefix="nova-scale-")
+    return each_setup(args, "nova-scale", lambda *given: [measure(*given)])
+
+
+def each_setup(args, name, measure_rows):
+    """Every setup of ``args.setups`` at every size of ``args.nodes``, in order, on one
+    stack of the nova-cloud profile: ``measure_rows(stack, setup, nodes, args, workdir)``'s
+    rows, saved to bench-results/``name``.json after each setup (one setup's failure
+    keeps the others' rows); ``args.save(more)`` saves those and ``more`` meanwhile."""
+    workdir = tempfile.mkdtemp(prefix=f"{name}-")
     stack = localstack.LocalStack(os.path.join(workdir, "stack"),
                                   **localstack.PROFILES["nova-cloud"])
-    rows, name_of_results = [], "nova-scale" + releases.venv_suffix()
+    rows, name_of_results = [], name + releases.venv_suffix()
+    args.save = lambda more=(): common.save({"rows": [*rows, *more]}, name_of_results)
     try:
         stack.start()
         for nodes in args.nodes:
-            for name in args.setups:
+            for setup in args.setups:
                 try:
-                    rows.append(measure(stack, name, nodes, args, workdir))
+                    rows.extend(measure_rows(stack, setup, nodes, args, workdir))
                 except Exception as e:  # noqa: BLE001 - one setup's failure keeps the others
-                    rows.append({"nodes": nodes, "setup": name, "failed": repr(e)})
+                    rows.append({"nodes": nodes, "setup": setup, "failed": repr(e)})
                 print(rows[-1], flush=True)
-                common.save({"rows": rows}, name_of_results)  # after each: nothing lost
+                args.save()  # after each: nothing lost
     finally:
         stack.stop()
-        common.save({"rows": rows}, name_of_results)
+        args.save()
     return rows
 
 

@@ -36,18 +36,15 @@ import collections
 import concurrent.futures
 import os
 import re
-import tempfile
 import threading
 import time
 import uuid
 
 from tools import clients
-from tools import localstack
 from tools.bench import common
 from tools.bench import nova_scale
 from tools.localstack import nova as nova_service
 from tools.localstack import process
-from tools.localstack import releases
 from tools.wait import NotSeen
 from tools.wait import wait_for
 
@@ -354,24 +351,7 @@ def _line(row):
 
 
 def run(args):
-    workdir = tempfile.mkdtemp(prefix="nova-storm-")
-    stack = localstack.LocalStack(os.path.join(workdir, "stack"),
-                                  **localstack.PROFILES["nova-cloud"])
-    rows, name_of_results = [], "nova-storm" + releases.venv_suffix()
-    args.save = lambda more: common.save({"rows": rows + more}, name_of_results)
-    try:
-        stack.start()
-        for nodes in args.nodes:
-            for name in args.setups:
-                try:
-                    rows.extend(measure(stack, name, nodes, args, workdir))
-                except Exception as e:  # noqa: BLE001 - one setup's failure keeps the others
-                    rows.append({"nodes": nodes, "setup": name, "failed": repr(e)})
-                common.save({"rows": rows}, name_of_results)
-    finally:
-        stack.stop()
-        common.save({"rows": rows}, name_of_results)
-    return rows
+    return nova_scale.each_setup(args, "nova-storm", measure)
 
 
 def add_arguments(parser):
