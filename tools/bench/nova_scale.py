@@ -148,15 +148,26 @@ def periodics(log_path, now=None, offset=0):
     return [(first, last - first, count) for first, last, count in ordered]
 
 
-def during_periodic(log_path, start, end, now=None):
-    """Whether a periodic of the service ran at some time in [start, end] (one that
-    may still be running counts as running until ``now``)."""
+def periodic_spans(log_path, now=None):
+    """[[first, last]] of each periodic in one service's log (one that may still be
+    running lasts until ``now``): read once, asked of many times with ``overlaps``."""
     now = now or time.time()
     ordered = runs(log_path)
     spans = [[first, last] for first, last, _ in ordered]
     if _last_may_run(ordered, now):
         spans[-1][1] = now
+    return spans
+
+
+def overlaps(spans, start, end):
+    """Whether one of ``periodic_spans`` meets [start, end]."""
     return any(first <= end and last >= start for first, last in spans)
+
+
+def during_periodic(log_path, start, end, now=None):
+    """Whether a periodic of the service ran at some time in [start, end] (one that
+    may still be running counts as running until ``now``)."""
+    return overlaps(periodic_spans(log_path, now), start, end)
 
 
 def node_list_requests(ironic_log, start, end):

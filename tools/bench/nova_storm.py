@@ -115,14 +115,15 @@ def apply_settings(stack, setup, settings, restart_computes=True):
                        settings["scheduler"])
     process.stop_all(nova_service.controllers(stack))
     nova_service.start_controllers(stack)
-    compute = {s: {k: v for k, v in values.items() if v is not None}
-               for s, values in settings["compute"].items()}
-    changed = any(setup.sections.get(s, {}).get(k) != values.get(k)
-                  for s, values in settings["compute"].items() for k in values)
+    changed = False
     for section, values in settings["compute"].items():
-        for option in values:
-            setup.sections.setdefault(section, {}).pop(option, None)
-        setup.sections[section].update(compute.get(section, {}))
+        current = setup.sections.setdefault(section, {})
+        for option, value in values.items():
+            changed |= current.get(option) != value
+            if value is None:
+                current.pop(option, None)
+            else:
+                current[option] = value
     if changed and restart_computes:
         for host in setup.hosts:
             setup.start_service(host)
@@ -152,7 +153,8 @@ def wait_for_moment(logs, when, timeout):
                         return True
             return False
     try:
-        wait_for(ready, timeout, f"a {when} moment", interval=0.2)
+        # A quiet moment reads every service's whole log; a start reads what was added.
+        wait_for(ready, timeout, f"a {when} moment", interval=1 if when == "quiet" else 0.2)
         return True
     except NotSeen:
         return False
@@ -262,10 +264,9 @@ def _figures(stack, setup, nova, logs, asked, prefix, build_timeout, cpu_before,
     errors = [s for s, (record, _) in seen.items() if record["status"] == "ERROR"]
     reasons = collections.Counter((_patient(nova.wait_built, s, 5).get("fault") or {}).get(
         "message", "no fault") for s in errors)
-    overlapped = sum(
-        1 for s, (record, at) in seen.items()
-        if logs.get(record.get("OS-EXT-SRV-ATTR:host"))
-        and nova_scale.during_periodic(logs[record["OS-EXT-SRV-ATTR:host"]], asked[s], at))
+    spans = {host: nova_scale.periodic_spans(log) for host, log in logs.items()}  # each read once
+    overlapped = sum(1 for s, (record, at) in seen.items() if nova_scale.overlaps(
+        spans.get(record.get("OS-EXT-SRV-ATTR:host"), ()), asked[s], at))
     figures.update({
         "asked_within_s": round(max(asked.values()) - min(asked.values()), 2) if asked else None,
         "active": len(took), "error": len(errors), "error_reasons": dict(reasons),
