@@ -21,10 +21,14 @@ a time, nova as it ships (its 60 s periodic, its scheduler and filters).
 * freed: all 8 nodes hold servers that have lived through one of nova's periodics
   (their nodes reserved in Placement); 4 servers are deleted (Ironic cleans the nodes,
   automated cleaning on, localstack's ironic.CLEANING_SECONDS each) and SETTLE after
-  the last node is usable again in Ironic 4 servers are booted at once.  Reuse is the
-  time from a node being usable in Ironic (available, no instance, not in
-  maintenance) to nova's scheduler being offered it (in Placement's allocation
-  candidates, with the traits nova asks for) or a new server holding it.
+  the last node is free again 4 servers are booted at once.  A node is free once it is
+  usable in Ironic (available, no instance, not in maintenance) and nova-compute has
+  released its previous server's allocation, whichever comes later: nova's compute
+  manager deletes the allocation only after its resource tracker's update for the
+  delete, one deleted server at a time, and on 2025.1 that came up to 5 s after the
+  node was usable (no reporter can offer a node still allocated).  Reuse is the time
+  from a node being free to nova's scheduler being offered it (in Placement's
+  allocation candidates, with the traits nova asks for) or a new server holding it.
 
 Double bookings (one single-unit provider allocated to two servers: Placement's own
 race, not the scheduler's) are counted apart.  Asserted with the agents: no build sent
@@ -119,6 +123,10 @@ REFUSAL = re.compile(r"was re-scheduled: .*Chosen ironic node ([0-9a-f-]{36}) is
 # MariaDB (a DATETIME column) it keeps whole seconds, which made reuse read up to 1 s long.
 AVAILABLE = re.compile(r'^(\S+ \S+) \d+ INFO ironic\.conductor\.task_manager .*'
                        r'Node ([0-9a-f-]{36}) moved to provision state "available"', re.M)
+# Placement's request log: a consumer's allocations deleted (nova-compute's release of a
+# deleted server's node), logged once the answer is sent.
+RELEASED = re.compile(r'^(\S+ \S+) \d+ INFO placement\.requestlog .*'
+                      r'"DELETE /allocations/([0-9a-f-]{36})" status: 204', re.M)
 
 
 def log_mark(topology):
@@ -146,6 +154,19 @@ def became_available(cloud, mark):
         log.seek(mark)
         text = log.read().decode(errors="replace")
     return {node: logged_at(at) for at, node in AVAILABLE.findall(text)}
+
+
+def released(cloud, mark):
+    """{consumer: wall-clock time} of each allocation deletion Placement logged after
+    byte ``mark`` of its log."""
+    with placement_log(cloud).open("rb") as log:
+        log.seek(mark)
+        text = log.read().decode(errors="replace")
+    return {consumer: logged_at(at) for at, consumer in RELEASED.findall(text)}
+
+
+def placement_log(cloud):
+    return pathlib.Path(cloud.stack.workdir, "placement.log")
 
 
 def logged_at(stamp):
@@ -190,12 +211,12 @@ def usable(node):
             and not node["instance_uuid"] and not node["target_provision_state"])
 
 
-def offered_at(node, usable_at, answers, landed_at):
-    """When ``node`` was first offered after it became usable (the arrival of the first
+def offered_at(node, free_at, answers, landed_at):
+    """When ``node`` was first offered after it became free (the arrival of the first
     answer showing it, or when a new server was seen holding it), or None."""
-    if node not in usable_at:
+    if node not in free_at:
         return None
-    seen = [at for at, nodes in answers if node in nodes and at >= usable_at[node]]
+    seen = [at for at, nodes in answers if node in nodes and at >= free_at[node]]
     seen += [landed_at[node]] if node in landed_at else []
     return min(seen, default=None)
 
@@ -245,12 +266,13 @@ def freed_race(cloud, topology):
     wait_for(lambda: all(reserved(cloud, topology, node) for node in landed.values()),
              PERIODIC_WAIT, f"{topology.name}: every filled node reserved")
     mark, ironic_mark = log_mark(topology), ironic_log(cloud).stat().st_size
+    placement_mark = placement_log(cloud).stat().st_size
     freed_servers = [s for s in fill if s in landed][:BOOTS]
     freed = {landed[s] for s in freed_servers}
     for server in freed_servers:
         cloud.nova.delete(server)
 
-    usable_at, answers, landed_at, new_servers, watch_errors = {}, [], {}, [], []
+    usable_at, free_at, answers, landed_at, new_servers, watch_errors = {}, {}, [], {}, [], []
     boot_started, watching = False, threading.Event()
 
     def boot_later():
@@ -284,22 +306,27 @@ def freed_race(cloud, topology):
         for node in (freed & set(logged)) - set(usable_at):
             if usable(topology.ironic.get(node)):
                 usable_at[node] = logged[node]
+        let_go = released(cloud, placement_mark)
+        for server in freed_servers:
+            node = landed[server]
+            if node in usable_at and server in let_go:
+                free_at[node] = max(usable_at[node], let_go[server])
         for server in list(new_servers):  # a node taken between two answers
             if not isinstance(server, Exception):
                 for node in set(cloud.placement.allocations(server)) & freed:
                     landed_at.setdefault(node, time.time())
         now = time.time()
-        if (not boot_started and len(usable_at) == len(freed)
-                and now - max(usable_at.values()) >= SETTLE):
+        if (not boot_started and len(free_at) == len(freed)
+                and now - max(free_at.values()) >= SETTLE):
             threading.Thread(target=boot_later, daemon=True).start()
             boot_started = True
-        if boot_started and all(offered_at(n, usable_at, answers, landed_at) for n in freed):
+        if boot_started and all(offered_at(n, free_at, answers, landed_at) for n in freed):
             break
         time.sleep(POLL)
     watching.set()
     watcher.join()
     assert not watch_errors, watch_errors
-    offered = {n: offered_at(n, usable_at, answers, landed_at) for n in freed}
+    offered = {n: offered_at(n, free_at, answers, landed_at) for n in freed}
     offered_early = {n for n in freed for at, nodes in answers
                      if n in nodes and at < usable_at.get(n, deadline)}
     wait_for(lambda: len(new_servers) >= BOOTS or any(
@@ -307,7 +334,7 @@ def freed_race(cloud, topology):
     assert not any(isinstance(s, Exception) for s in new_servers), new_servers
     failed, rescheduled, _ = outcome(cloud, new_servers)
     refusals = refused(topology, mark)
-    reuse = [(offered[n] or deadline) - usable_at.get(n, deadline) for n in freed]
+    reuse = [(offered[n] or deadline) - free_at.get(n, deadline) for n in freed]
     row = {"builds": BOOTS, "failed": failed, "rescheduled": rescheduled,
            # Sent to a freed node still cleaning: the race; to another, taken one:
            # a double booking (as is any refused while filling).
@@ -315,6 +342,10 @@ def freed_race(cloud, topology):
            "double_booked": double_in_fill + sum(node not in freed for node in refusals)
            + double_booked(cloud, topology),
            "reuse_s": sorted(round(r, 3) for r in reuse),
+           # How long after Ironic had a node usable nova-compute still held it (its
+           # previous server's allocation): 0 where the release came first.
+           "nova_released_after_usable_s": sorted(round(free_at[n] - usable_at[n], 3)
+                                                  for n in free_at),
            "reuse_s_p50": round(statistics.median(reuse), 3),
            "reuse_s_max": round(max(reuse), 3),
            # How much of reuse_s was the agents' (none in stock).

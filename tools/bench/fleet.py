@@ -91,15 +91,24 @@ class Agents:
             total += sum(found.values()) if found else missing
         return total
 
-    def settled(self):
-        """Every agent has finished a pass, none is running one and nothing is queued."""
+    def settled(self, state=None):
+        """Every agent has finished a pass, none is running one and nothing is queued
+        (in ``state``, one ``state()`` read, or read now)."""
+        found = self.state() if state is None else state
+        return bool(found) and found["passed"] == len(self.ports) and not (
+            found["running"] or found["queued"])
+
+    def state(self):
+        """{passed: agents that have finished a pass, running: passes running, queued:
+        nodes queued}, or {} while one is not answering yet."""
         try:
-            return (all(common.scrape(p, "rp_reporter_last_reconcile_seconds").get(
-                        "rp_reporter_last_reconcile_seconds", 0) > 0 for p in self.ports)
-                    and self._sum("rp_reporter_reconcile_running", 1) == 0
-                    and self._sum("rp_reporter_queue_depth", 1) == 0)
+            return {"passed": sum(common.scrape(p, "rp_reporter_last_reconcile_seconds").get(
+                                      "rp_reporter_last_reconcile_seconds", 0) > 0
+                                  for p in self.ports),
+                    "running": self._sum("rp_reporter_reconcile_running", 1),
+                    "queued": self._sum("rp_reporter_queue_depth", 1)}
         except (OSError, ValueError):
-            return False  # one is not answering yet
+            return {}
 
     def deliveries(self):
         return self._sum("rp_reporter_notifications_total", 0)

@@ -70,6 +70,7 @@ from tools.bench import fleet
 from tools.localstack import releases
 from tools.wait import NotSeen
 from tools.wait import wait_for
+from tools.wait import wait_until
 
 SETUPS = ("stock_one", "stock_shards", "rp_reporter")
 SERVICES = 3   # of the shards' and rp_reporter's setups
@@ -271,12 +272,25 @@ class Setup:
                 "coordination": {"group": f"rp-{self.shards[0]}"}})
 
     def agents_done(self, timeout):
-        """Seconds until the agents have every node's provider and nothing left to do."""
-        started = time.monotonic()
-        wait_for(lambda: (len(self.placement.holding(self.placement_class)) >= self.nodes
-                          and self.agents.settled()),
-                 timeout, f"{self.name}: the agents' providers of every node", interval=2,
-                 ignore=(AssertionError,))  # Placement has no such class yet: 400
+        """Seconds until the agents have every node's provider and nothing left to do;
+        what they are at is printed each minute (at 10,000 nodes this takes minutes)."""
+        started = said = time.monotonic()
+
+        def seen():
+            nonlocal said
+            try:
+                held = len(self.placement.holding(self.placement_class))
+            except AssertionError:  # Placement has no such class yet: 400
+                held = 0
+            found = (held, self.agents.state())
+            if time.monotonic() - said >= 60:
+                said = time.monotonic()
+                print(f"{self.name}: {held} of {self.nodes} providers held; agents: "
+                      f"{found[1] or 'not answering'}", flush=True)
+            return found
+
+        wait_until(seen, lambda found: found[0] >= self.nodes and self.agents.settled(found[1]),
+                   timeout, f"{self.name}: the agents' providers of every node", interval=2)
         return time.monotonic() - started
 
     def start_services(self):

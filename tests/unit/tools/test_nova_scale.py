@@ -10,10 +10,12 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""tools/bench/nova_scale.py: a periodic's length from nova-compute's own log."""
+"""tools/bench/nova_scale.py: a periodic's length from nova-compute's own log; and when its
+agents (tools/bench/fleet.py) count as settled."""
 
 import datetime
 
+from tools.bench import fleet
 from tools.bench import nova_scale
 
 LINE = ('{at} 31139 DEBUG oslo_concurrency.lockutils [None {req} - - - - - -] Lock '
@@ -268,3 +270,19 @@ def test_a_restart_is_measured_through_a_boot_nova_errored_that_holds_a_free_nod
     assert figures["restart_boot_p50_at_start_s"] is None  # both ERROR
     assert figures["restart_to_schedulable_s"] >= 0
     assert figures["records_deleted_through_restart"] == 0
+
+
+def agents(count):
+    """fleet.Agents without processes: only the metrics ports it would scrape."""
+    found = fleet.Agents.__new__(fleet.Agents)
+    found.ports = list(range(count))
+    return found
+
+
+def test_agents_are_settled_only_once_each_has_passed_and_none_runs_or_queues():
+    two = agents(2)
+    assert two.settled({"passed": 2, "running": 0, "queued": 0})
+    assert not two.settled({"passed": 1, "running": 0, "queued": 0})  # one has not passed
+    assert not two.settled({"passed": 2, "running": 1, "queued": 0})
+    assert not two.settled({"passed": 2, "running": 0, "queued": 3})
+    assert not two.settled({})  # one not answering
