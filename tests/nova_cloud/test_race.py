@@ -143,30 +143,20 @@ def reserved(cloud, topology, node):
     return inventory.get(topology.resource_class, {}).get("reserved") == 1
 
 
-def ironic_log(cloud):
-    return pathlib.Path(cloud.stack.workdir, "ironic.log")
+def service_log(cloud, service):
+    """A stack service's log (``ironic``, ``placement``)."""
+    return pathlib.Path(cloud.stack.workdir, f"{service}.log")
 
 
-def became_available(cloud, mark):
-    """{node: wall-clock time} of each node's last move to "available" that Ironic
-    logged after byte ``mark`` of its log (same machine, same clock)."""
-    with ironic_log(cloud).open("rb") as log:
+def logged_since(cloud, service, mark, pattern):
+    """{uuid: wall-clock time} of each line of ``pattern`` (a stamp, then a uuid) the
+    service logged after byte ``mark`` of its log, the last one of each uuid (same
+    machine, same clock): AVAILABLE in Ironic's, a node's move to "available";
+    RELEASED in Placement's, a server's allocation deleted."""
+    with service_log(cloud, service).open("rb") as log:
         log.seek(mark)
         text = log.read().decode(errors="replace")
-    return {node: logged_at(at) for at, node in AVAILABLE.findall(text)}
-
-
-def released(cloud, mark):
-    """{consumer: wall-clock time} of each allocation deletion Placement logged after
-    byte ``mark`` of its log."""
-    with placement_log(cloud).open("rb") as log:
-        log.seek(mark)
-        text = log.read().decode(errors="replace")
-    return {consumer: logged_at(at) for at, consumer in RELEASED.findall(text)}
-
-
-def placement_log(cloud):
-    return pathlib.Path(cloud.stack.workdir, "placement.log")
+    return {uuid: logged_at(at) for at, uuid in pattern.findall(text)}
 
 
 def logged_at(stamp):
@@ -265,8 +255,9 @@ def freed_race(cloud, topology):
     # are reserved in Placement, whoever reports them (stock nova: at its periodic).
     wait_for(lambda: all(reserved(cloud, topology, node) for node in landed.values()),
              PERIODIC_WAIT, f"{topology.name}: every filled node reserved")
-    mark, ironic_mark = log_mark(topology), ironic_log(cloud).stat().st_size
-    placement_mark = placement_log(cloud).stat().st_size
+    mark = log_mark(topology)
+    ironic_mark, placement_mark = (service_log(cloud, s).stat().st_size
+                                   for s in ("ironic", "placement"))
     freed_servers = [s for s in fill if s in landed][:BOOTS]
     freed = {landed[s] for s in freed_servers}
     for server in freed_servers:
@@ -302,15 +293,19 @@ def freed_race(cloud, topology):
     watcher.start()
     deadline = time.time() + REUSE_TIMEOUT
     while time.time() < deadline:
-        logged = became_available(cloud, ironic_mark)
-        for node in (freed & set(logged)) - set(usable_at):
-            if usable(topology.ironic.get(node)):
-                usable_at[node] = logged[node]
-        let_go = released(cloud, placement_mark)
-        for server in freed_servers:
-            node = landed[server]
-            if node in usable_at and server in let_go:
-                free_at[node] = max(usable_at[node], let_go[server])
+        # The logs are read from their marks until every freed node is free (what is
+        # found then never changes), not on each of the loop's turns after.
+        if len(usable_at) < len(freed):
+            logged = logged_since(cloud, "ironic", ironic_mark, AVAILABLE)
+            for node in (freed & set(logged)) - set(usable_at):
+                if usable(topology.ironic.get(node)):
+                    usable_at[node] = logged[node]
+        if len(free_at) < len(freed):
+            let_go = logged_since(cloud, "placement", placement_mark, RELEASED)
+            for server in freed_servers:
+                node = landed[server]
+                if node in usable_at and server in let_go:
+                    free_at[node] = max(usable_at[node], let_go[server])
         for server in list(new_servers):  # a node taken between two answers
             if not isinstance(server, Exception):
                 for node in set(cloud.placement.allocations(server)) & freed:
