@@ -82,7 +82,7 @@ def from_keystone(section, exc):
     """A keystoneauth1 exception raised while authenticating or finding the endpoint
     (never an HTTP answer of the service itself) as a ServiceError."""
     service_type = {"ironic": "baremetal", "nova": "compute"}.get(section, section)
-    if isinstance(exc, ksa_exc.EndpointNotFound | ksa_exc.CatalogException):
+    if isinstance(exc, (ksa_exc.EndpointNotFound, ksa_exc.CatalogException)):
         return ServiceError(section, MISCONFIGURED,
                             f"no {service_type} endpoint in the service catalog ({exc}): check "
                             f"region_name, valid_interfaces and service_type")
@@ -92,10 +92,9 @@ def from_keystone(section, exc):
                             f"password, the domains and the project or system scope")
     if isinstance(exc, ksa_exc.Forbidden):
         return ServiceError(section, DENIED, f"Keystone refused the scope asked for ({exc})")
-    if isinstance(exc, ksa_exc.ConnectionError | ksa_exc.RetriableConnectionFailure):
+    if isinstance(exc, (ksa_exc.ConnectionError, ksa_exc.RetriableConnectionFailure)):
         return ServiceError(section, UNAVAILABLE, f"unreachable: {exc}")
-    if isinstance(exc, ksa_exc.MissingAuthPlugin | ksa_exc.AuthPluginException
-                  | ksa_exc.DiscoveryFailure | ksa_exc.MissingRequiredOptions):
+    if isinstance(exc, (ksa_exc.MissingAuthPlugin, ksa_exc.AuthPluginException, ksa_exc.DiscoveryFailure, ksa_exc.MissingRequiredOptions)):
         return ServiceError(section, MISCONFIGURED, f"{type(exc).__name__}: {exc}")
     if isinstance(exc, ksa_exc.HttpError) and exc.http_status and exc.http_status >= 500:
         return ServiceError(section, UNAVAILABLE, f"Keystone: {exc}")

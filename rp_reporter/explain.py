@@ -22,6 +22,8 @@ flavor needs to land on it.  It asks the model the questions the agent asks
 and the agent can never disagree.
 """
 
+from __future__ import annotations
+
 import dataclasses
 
 from rp_reporter import model

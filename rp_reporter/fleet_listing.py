@@ -41,6 +41,8 @@ listing would read the thousand again.)
 import datetime
 import email.utils
 
+from oslo_utils import timeutils
+
 # Ironic's hosts' clocks and ours agree within this, and a write commits within it of
 # its time stamp (Ironic stamps a row before the transaction ends).
 SLACK_S = 60.0
@@ -53,10 +55,11 @@ def _utc(parsed):
 
 def stamp(value):
     """An Ironic time stamp (ISO 8601, as its API returns it) as an aware datetime,
-    or None."""
+    or None.  (oslo.utils' parser, as Ironic's own: Python 3.9 and 3.10's
+    fromisoformat refuse a fraction of other than 3 or 6 digits.)"""
     if not value:
         return None
-    return _utc(datetime.datetime.fromisoformat(str(value).replace("Z", "+00:00")))
+    return _utc(timeutils.parse_isotime(str(value)))
 
 
 def http_date(value):

@@ -18,6 +18,8 @@ grant or fix.  Checks that write leave nothing behind (a scratch provider is
 created and deleted; an empty reshape changes nothing).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import ssl
 import threading

@@ -17,6 +17,8 @@ the filters ``add_filter_options`` declares (``NodeFilter``); walked with a prog
 line on a terminal (``walk``).  Shared by the commands; imports none of them.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import fnmatch
 import sys

@@ -27,6 +27,8 @@ shows none of the nodes Placement holds, is refused whole and reported,
 unless the operator says it is a real decommission (``allow_mass``).
 """
 
+from __future__ import annotations
+
 import dataclasses
 import math
 

@@ -28,6 +28,8 @@ Who may send a listing (the ring's lister) is checked by the receiver, which kno
 the ring: the sender's name is inside the signed listing id.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import hashlib
 import hmac
@@ -154,7 +156,7 @@ def _int(value, what, most):
 
 
 def _number(value, what, most):
-    if (isinstance(value, bool) or not isinstance(value, int | float)
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
             or not math.isfinite(value) or not 0 <= value <= most):
         raise Invalid(f"{what} {_shown(value)} is not a number in 0..{most:g}")
     return float(value)

@@ -27,6 +27,8 @@ holds has them written to Ironic first, so its provider gets them in the same
 sync.  Deciding that is pure: a node already in step costs no Ironic request.
 """
 
+from __future__ import annotations
+
 import concurrent.futures
 import dataclasses
 import logging

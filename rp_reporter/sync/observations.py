@@ -75,7 +75,7 @@ def _inventories(value):
         if not model.valid_name(rc) or not isinstance(inv, dict):
             raise ValueError(f"inventory {str(rc)[:64]!r} is malformed")
         for field in model.INVENTORY_FIELDS:
-            if not isinstance(inv.get(field), int | float) or isinstance(inv.get(field), bool):
+            if not isinstance(inv.get(field), (int, float)) or isinstance(inv.get(field), bool):
                 raise ValueError(f"inventory {rc} has no numeric {field}")
     return value
 

@@ -16,13 +16,15 @@ The executor applies the operations in order, each carrying the provider
 generation; on a conflict it re-observes and calls ``plan`` again.
 """
 
+from __future__ import annotations
+
 import dataclasses
 
 from rp_reporter import model
 from rp_reporter import tenancy
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
+@dataclasses.dataclass(frozen=True, **model.SLOTS)
 class Observed:
     """What Placement holds for one provider, as of ``generation``.
 

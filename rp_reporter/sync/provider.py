@@ -17,6 +17,8 @@ This is the single per-node sync routine; the reconcile pass, the agent's
 work queue and the CLI all go through ``ProviderSync.sync``.
 """
 
+from __future__ import annotations
+
 import collections
 import concurrent.futures
 import dataclasses

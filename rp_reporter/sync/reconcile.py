@@ -26,6 +26,8 @@ first start on a fleet) are created in bulk, their inventories a batch per
 POST /reshaper (``create_in_bulk``).
 """
 
+from __future__ import annotations
+
 import collections
 import concurrent.futures
 import dataclasses

@@ -34,6 +34,8 @@ kept is ``listing_messages``'; carrying them is the agent's
 (``rp_reporter.agent.listing_bus``).
 """
 
+from __future__ import annotations
+
 import collections.abc
 import dataclasses
 import json

@@ -20,6 +20,8 @@ both raising ``RulesError`` in one line naming the place.  Pure, but for
 ``load_rules`` reading its one file.
 """
 
+from __future__ import annotations
+
 import dataclasses
 import os
 

@@ -13,6 +13,7 @@
 import logging
 import os
 import ssl
+import sys
 
 import pytest
 from oslo_config import generator
@@ -24,6 +25,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SAMPLE = os.path.join(ROOT, "etc", "rp_reporter", "rp_reporter.conf.sample")
 
 
+@pytest.mark.skipif(sys.version_info < (3, 10), reason=(
+    "oslo-config-generator's main() reads its own version with 3.9's importlib.metadata, "
+    "which misses a wheel's normalized name (oslo_config-*.dist-info); the sample is the "
+    "same on every Python"))
 def test_sample_config_is_current(tmp_path):
     """Fails when an option changed and `tox -e genconfig` was not run."""
     out = tmp_path / "sample.conf"

@@ -22,6 +22,8 @@ process at a time (tox -e upgrade):
 The figures go to bench-results/upgrade.json.
 """
 
+from __future__ import annotations
+
 import concurrent.futures
 import contextlib
 import dataclasses

@@ -14,7 +14,7 @@
 
     python -m tools.localstack up [--profile production|nova-cloud] [--database ...] [--dir DIR]
     python -m tools.localstack install [--profile production|nova-cloud]
-    python -m tools.localstack constraints [--release R]  # an older release's constraints
+    python -m tools.localstack constraints [--release R]  # a release's constraints file, made again
     (each with --release 2025.1, 2025.2, 2026.1 or 2026.2: default the newest)
 
 ``up`` starts a stack, prints a ready rp_reporter config file and the services'
@@ -49,11 +49,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.release:
         os.environ[releases.ENV] = args.release
-    if args.action == "constraints":  # an older release's (all of them by default)
-        names = [args.release] if args.release else [
-            name for name, release in localstack.RELEASES.items() if release.libraries_of]
-        for name in names:
-            print(releases.compile_constraints(name, process.uv() or "uv"))
+    if args.action == "constraints":  # a release's (all of them by default)
+        for name in [args.release] if args.release else list(localstack.RELEASES):
+            print(releases.write_constraints(name))
         return 0
     shape = dict(localstack.PROFILES[args.profile])
     shape.update({k: getattr(args, k) for k in localstack.KNOBS if getattr(args, k)})

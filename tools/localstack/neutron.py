@@ -64,7 +64,7 @@ def bin_path(name):
 
 def install():
     """neutron into its own virtualenv, when it is not there yet."""
-    if not os.path.exists(bin_path("neutron-db-manage")):
+    if not os.path.exists(bin_path("neutron-db-manage")) or not process.venv_current(venv()):
         process.venv_install(venv(), releases.pins("neutron", "gunicorn", "PyMySQL"),
                               create=True)
 

@@ -169,7 +169,8 @@ def install_missing(debs, venv_extras):
         subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
         subprocess.run(["apt-get", "install", "-y", "-qq", *missing_debs], check=True, env=env,
                        stdout=subprocess.DEVNULL)
-    if not all(os.path.exists(venv_bin(b)) for b in STACK_COMMANDS):
+    if not all(os.path.exists(venv_bin(b)) for b in STACK_COMMANDS) or not venv_current(
+            stack_venv()):
         venv_install(stack_venv(), stack_packages(), create=True)
     extra = [pkg for packages, installed in venv_extras if not installed() for pkg in packages]
     if extra:
@@ -184,12 +185,30 @@ def venv_install(venv, packages, create=False):
     libraries under its constraints file (releases.installer_options())."""
     log(f"installing {' '.join(packages)} into {venv}")
     if create:
+        shutil.rmtree(venv, ignore_errors=True)
         subprocess.run([sys.executable, "-m", "venv", venv], check=True)
     python = os.path.join(venv, "bin", "python")
     installer = uv()
     command = ([installer, "pip", "install", "--quiet", "--python", python] if installer
                else [python, "-m", "pip", "install", "-q"])
     subprocess.run([*command, *releases.installer_options(), *packages], check=True)
+    with open(os.path.join(venv, PINNED_BY), "w") as f:
+        f.write(releases.constraints_file().read_text())
+
+
+# The constraints file a virtualenv was last installed under, kept in it: a virtualenv
+# cached from other pins is made again, so a machine with an old cache tests what a new
+# one builds.
+PINNED_BY = "rp-reporter-constraints.txt"
+
+
+def venv_current(venv):
+    """Whether ``venv`` was installed under the current release's constraints file."""
+    try:
+        with open(os.path.join(venv, PINNED_BY)) as f:
+            return f.read() == releases.constraints_file().read_text()
+    except FileNotFoundError:
+        return False
 
 
 def uv():

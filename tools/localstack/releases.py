@@ -11,33 +11,23 @@
 # under the License.
 
 """The maintained OpenStack releases the stacks run: each service at its series'
-latest point release, every other library as that release had it.
+latest point release, every other library pinned by the series' OpenStack
+upper-constraints (upper_constraints.py).
 
 A process runs one release: ``RP_OPENSTACK_RELEASE`` (the tox environments
 ``nova-<release>``, ``functional-<release>`` and ``nova-cloud-<release>`` set it;
 ``python -m tools.localstack --release``), the newest by default.  Each release
-has its own stack virtualenvs, so stacks of two releases never share one.
-
-The newest release's libraries are those of upper-constraints.txt (the project's own
-pins).  An older release's are in ``constraints/<release>.txt`` beside this module:
-the release's services, rp_reporter with its extras and nova's test requirements,
-resolved together as the package index stood the day after the series' release
-(uv's ``--exclude-newer``; the services at their latest point releases).  That is
-what OpenStack's own upper-constraints of a stable series are: frozen at its release,
-every service co-installable.  The tox environments of the release and its stack's
-virtualenvs install under the same file.  Made again with
-
-    python -m tools.localstack constraints [--release RELEASE]
+has its own stack virtualenvs, so stacks of two releases never share one, and the
+release's tox environments and its stacks' virtualenvs install under one file,
+``constraints/<release>.txt``.
 """
 
 import collections
 import os
-import pathlib
-import subprocess
+
+from tools.localstack import upper_constraints
 
 ENV = "RP_OPENSTACK_RELEASE"
-HERE = pathlib.Path(__file__).resolve().parent
-REPO = HERE.parent.parent
 
 # nova_traits: a trait nova's resource tracker puts on each node's provider, which the
 # tests require of a provider offered to nova's scheduler: OWNER_NOVA from nova 34 on
@@ -50,33 +40,27 @@ REPO = HERE.parent.parent
 # reply: oslo.messaging before 18 polls for it every 0.5 s (its lp-2035113 workaround),
 # so every call to nova-conductor takes at least 0.5 s; 18 waits on it (0).
 Release = collections.namedtuple(
-    "Release", "name libraries_of services nova_traits nova_compute_runs rpc_reply_step_s")
-
-# Later than every pinned point release: the pins, not the date, choose them.
-_POINT_RELEASES_UP_TO = "2026-11-01"
+    "Release", "name services nova_traits nova_compute_runs rpc_reply_step_s")
 
 RELEASES = {
-    "2025.1": Release("2025.1", "2025-04-03", {
+    "2025.1": Release("2025.1", {
         "nova": "31.3.1", "ironic": "29.1.0", "openstack-placement": "13.0.1",
         "keystone": "27.1.0", "glance": "30.2.0", "neutron": "26.0.6"}, ("COMPUTE_NODE",),
         "eventlet", 0.5),
-    "2025.2": Release("2025.2", "2025-10-02", {
+    "2025.2": Release("2025.2", {
         "nova": "32.2.1", "ironic": "32.1.0", "openstack-placement": "14.0.0",
         "keystone": "28.1.0", "glance": "31.1.0", "neutron": "27.0.4"}, ("COMPUTE_NODE",),
         "eventlet", 0.5),
-    "2026.1": Release("2026.1", "2026-04-02", {
+    "2026.1": Release("2026.1", {
         "nova": "33.0.2", "ironic": "35.1.0", "openstack-placement": "15.0.0",
         "keystone": "29.1.0", "glance": "32.0.0", "neutron": "28.0.2"}, ("COMPUTE_NODE",),
         "eventlet", 0.5),
-    "2026.2": Release("2026.2", None, {
+    "2026.2": Release("2026.2", {
         "nova": "34.0.0", "ironic": "39.0.0", "openstack-placement": "16.0.0",
         "keystone": "30.0.0", "glance": "33.0.0", "neutron": "29.0.0"}, ("OWNER_NOVA",),
         "threading", 0),
 }
 NEWEST = "2026.2"
-# What the stacks' virtualenvs add, at the versions the newest release's were seen
-# working with; an older release takes those of its constraints file.
-TOOLS = {"gunicorn": "27.0.1", "PyMySQL": "1.2.4"}
 
 
 def current():
@@ -89,26 +73,22 @@ def current():
 
 
 def pins(*names):
-    """Requirements for the packages ``names`` in the current release."""
+    """Requirements for the packages ``names`` in the current release: a service at
+    the release's version, any other at its constraints file's (installer_options)."""
     release = current()
-    return tuple(f"{name}=={release.services[name]}" if name in release.services
-                 else (f"{name}=={TOOLS[name]}" if release.name == NEWEST else name)
+    return tuple(f"{name}=={release.services[name]}" if name in release.services else name
                  for name in names)
 
 
 def constraints_file(name=None):
-    """The constraints file of the release ``name`` (the current one by default), or
-    None for the newest (its stacks' pins are those of releases.py alone)."""
+    """The constraints file of the release ``name`` (the current one by default)."""
     release = RELEASES[name] if name else current()
-    if release.libraries_of is None:
-        return None
-    return HERE / "constraints" / f"{release.name}.txt"
+    return upper_constraints.HERE / f"{release.name}.txt"
 
 
 def installer_options():
     """The installer's options for the current release's libraries."""
-    constraints = constraints_file()
-    return ["--constraint", str(constraints)] if constraints else []
+    return ["--constraint", str(constraints_file())]
 
 
 def venv_suffix():
@@ -117,28 +97,6 @@ def venv_suffix():
     return "" if name == NEWEST else f"-{name}"
 
 
-# What a release's constraints cover beside its services: the stacks' tools, and
-# what rp_reporter's tox environments install (nova's test module's requirements).
-COMPILED_WITH = ("gunicorn", "PyMySQL", f"-e {REPO}[test,nova,redis,etcd3gw]", "ddt",
-                 "fixtures", "oslotest", "python-subunit", "stestr", "testresources",
-                 "testscenarios", "testtools", "wsgi-intercept")
-
-
-def compile_constraints(name, uv):
-    """Write the release ``name``'s constraints file with ``uv pip compile``."""
-    release = RELEASES[name]
-    wanted = [f"{service}=={version}" for service, version in release.services.items()]
-    out = constraints_file(name)
-    out.parent.mkdir(exist_ok=True)
-    resolved = subprocess.run(
-        [uv, "pip", "compile", "--quiet", "--no-header", "--no-annotate",
-         "--python-version", "3.11", "--exclude-newer", release.libraries_of,
-         *(option for service in release.services
-           for option in ("--exclude-newer-package", f"{service}={_POINT_RELEASES_UP_TO}")),
-         "-"], input="\n".join([*wanted, *COMPILED_WITH]), text=True, check=True,
-        capture_output=True).stdout
-    kept = [line for line in resolved.splitlines() if not line.startswith(("-e ", "rp-reporter"))]
-    out.write_text(f"# OpenStack {name}: python -m tools.localstack constraints --release {name}\n"
-                   + "\n".join(kept) + "\n")
-    return out
-
+def write_constraints(name):
+    """Write the release ``name``'s constraints file from its two sources."""
+    return upper_constraints.write(name, RELEASES[name].services)

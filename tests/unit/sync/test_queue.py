@@ -99,7 +99,7 @@ def test_failures_retry_with_backoff_until_success():
     wait_idle(q)
     q.stop()
     assert len(attempts) == 3
-    gaps = [b - a for a, b in zip(attempts, attempts[1:], strict=False)]
+    gaps = [b - a for a, b in zip(attempts, attempts[1:])]
     assert gaps[0] >= 0.02 and gaps[1] >= 0.04  # jittered in [d/2, d], d doubling
 
 
