@@ -94,7 +94,8 @@ def from_keystone(section, exc):
         return ServiceError(section, DENIED, f"Keystone refused the scope asked for ({exc})")
     if isinstance(exc, (ksa_exc.ConnectionError, ksa_exc.RetriableConnectionFailure)):
         return ServiceError(section, UNAVAILABLE, f"unreachable: {exc}")
-    if isinstance(exc, (ksa_exc.MissingAuthPlugin, ksa_exc.AuthPluginException, ksa_exc.DiscoveryFailure, ksa_exc.MissingRequiredOptions)):
+    if isinstance(exc, (ksa_exc.MissingAuthPlugin, ksa_exc.AuthPluginException,
+                        ksa_exc.DiscoveryFailure, ksa_exc.MissingRequiredOptions)):
         return ServiceError(section, MISCONFIGURED, f"{type(exc).__name__}: {exc}")
     if isinstance(exc, ksa_exc.HttpError) and exc.http_status and exc.http_status >= 500:
         return ServiceError(section, UNAVAILABLE, f"Keystone: {exc}")

@@ -29,7 +29,6 @@ import signal
 import sys
 
 from tools import localstack
-from tools.localstack import process
 from tools.localstack import releases
 
 

@@ -13,12 +13,16 @@
 """The driver installed into a release's nova-compute the way the README says, every pin
 of nova's environment kept.
 
-nova's environment is made as deployment tools make it: a clean virtualenv with nova
-under its series' constraints (2025.1: nova 31, the release furthest from the project's
-own pins).  The README's install lines then run in it as written, ``pip freeze`` is taken
-before and after, and nova-compute 31 starts from it by its own command with the driver.
+nova's environment is made as deployment tools make it: a clean virtualenv with the
+series' nova under the series' OpenStack upper-constraints (constraints/<series>.txt).
+The README's install lines then run in it as written, with ``$NOVA_VENV`` and
+``$SERIES`` set: first as pip's dry run, whose report must move no package already
+there, then for real, ``pip freeze`` taken before and after; nova-compute then starts
+from it by its own command with the driver.  Runs in every ``nova-<series>``
+environment (``nova``: the newest).
 """
 
+import json
 import os
 import pathlib
 import re
@@ -31,14 +35,12 @@ from tests.nova.service.test_nova_compute_service import loads_the_driver_and_re
 from tests.nova.service.test_nova_compute_service import nova_compute  # noqa: F401
 from tools.localstack import process
 from tools.localstack import releases
+from tools.localstack import upper_constraints
 
-RELEASE = "2025.1"
+RELEASE = releases.current().name
+VENV_OWN = ("pip", "setuptools")  # what a new virtualenv holds before anything is installed
 REPO = pathlib.Path(__file__).resolve().parents[3]
-pytestmark = [
-    pytest.mark.functional,
-    pytest.mark.skipif(releases.current().name != RELEASE,
-                       reason=f"tested into {RELEASE}'s nova (tox -e nova-{RELEASE})"),
-]
+pytestmark = pytest.mark.functional
 
 
 def readme_install_lines():
@@ -54,19 +56,28 @@ def freeze(venv):
     virtualenv, as its pip sees them."""
     out = subprocess.run([venv / "bin" / "python3", "-m", "pip", "freeze", "--all"],
                          capture_output=True, text=True, check=True).stdout
-    return dict(re.split(r"==| @ ", line, maxsplit=1) for line in out.splitlines()
-                if "==" in line or " @ " in line)
+    return {upper_constraints.canonical(name): version for name, version in (
+        re.split(r"==| @ ", line, maxsplit=1) for line in out.splitlines()
+        if "==" in line or " @ " in line)}
 
 
-def constraints():
-    """{distribution: version} of the release's constraints file."""
-    lines = releases.constraints_file(RELEASE).read_text().splitlines()
-    return dict(line.split("==", 1) for line in lines if "==" in line)
+def run_readme_lines(venv, dry_run_report=None):
+    """The README's lines as an operator's shell runs them ($NOVA_VENV, $SERIES, the
+    wheel's glob); with ``dry_run_report``, its pip install as a dry run reporting there."""
+    for line in readme_install_lines():
+        if dry_run_report:
+            line = line.replace("pip install ", f"pip install --dry-run --quiet --report "
+                                               f"{dry_run_report} ")
+        result = subprocess.run(line, shell=True, cwd=REPO, capture_output=True,  # noqa: S602
+                                text=True, timeout=900,
+                                env=dict(os.environ, NOVA_VENV=str(venv), SERIES=RELEASE))
+        assert result.returncode == 0, f"{line}\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
 
 
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
-    """nova's clean virtualenv, before and after the README's lines: (venv, before, after)."""
+    """nova's clean virtualenv, before and after the README's lines:
+    (venv, before, what pip's dry run would install, after)."""
     venv = tmp_path_factory.mktemp("nova-compute") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     nova = f"nova=={releases.RELEASES[RELEASE].services['nova']}"
@@ -76,13 +87,13 @@ def installed(tmp_path_factory):
     before = freeze(venv)
     for wheel in (REPO / "dist").glob("rp_reporter-*.whl"):
         wheel.unlink()  # the glob of the README's line takes one
-    for line in readme_install_lines():
-        # the line as an operator's shell runs it ($NOVA_VENV, the wheel's glob)
-        result = subprocess.run(line, shell=True, cwd=REPO, capture_output=True,  # noqa: S602
-                                text=True, env=dict(os.environ, NOVA_VENV=str(venv)),
-                                timeout=900)
-        assert result.returncode == 0, f"{line}\n{result.stdout[-3000:]}{result.stderr[-3000:]}"
-    return venv, before, freeze(venv)
+    report = venv.parent / "report.json"
+    run_readme_lines(venv, dry_run_report=report)
+    would = {upper_constraints.canonical(item["metadata"]["name"]): item["metadata"]["version"]
+             for item in json.loads(report.read_text())["install"]}
+    assert freeze(venv) == before  # a dry run
+    run_readme_lines(venv)
+    return venv, before, would, freeze(venv)
 
 
 @pytest.fixture
@@ -91,15 +102,22 @@ def nova_bin(installed):
 
 
 def test_the_readme_install_changes_no_version_in_novas_environment(installed):
-    venv, before, after = installed
-    assert "constraints/2025.1.txt" in " ".join(readme_install_lines())
+    venv, before, would, after = installed
+    assert "constraints/$SERIES.txt" in " ".join(readme_install_lines())
+    assert "rp-reporter" in would, would
+    assert not {name: (before[name], version) for name, version in would.items()
+                if name in before}, "pip's dry run would move these"
     changed = {name: (version, after.get(name)) for name, version in before.items()
                if after.get(name) != version}
     assert not changed, changed  # none upgraded, downgraded or removed
     added = set(after) - set(before)
-    assert "rp_reporter" in {name.replace("-", "_").lower() for name in added}, added
-    assert all(after[name] == pin for name, pin in constraints().items() if name in added)
+    assert "rp-reporter" in added, added
+    pins = upper_constraints.pinned(releases.constraints_file(RELEASE).read_text())
+    assert not upper_constraints.moved({name: after[name] for name in added}, pins)
     assert before["nova"] == releases.RELEASES[RELEASE].services["nova"]
+    # nova's environment is the series' (but what ``python -m venv`` put there itself)
+    assert not upper_constraints.moved(
+        {name: version for name, version in before.items() if name not in VENV_OWN}, pins)
 
 
 def test_nova_compute_of_that_environment_loads_the_driver(nova_compute, ironic,  # noqa: F811
