@@ -113,8 +113,11 @@ def start(stack):
                 f"{key} = {value}\n" for key, value in stack.rabbit_options.items()))
     marker = os.path.join(conf_dir, "schema-created")
     if not os.path.exists(marker):
-        subprocess.run([process.venv_bin("ironic-dbsync"), "--config-file", conf,
-                        "create_schema"], check=True, capture_output=True)
+        done = subprocess.run([process.venv_bin("ironic-dbsync"), "--config-file", conf,
+                               "create_schema"], capture_output=True, text=True)
+        if done.returncode:
+            raise RuntimeError(f"ironic-dbsync create_schema exited {done.returncode}: "
+                               f"{done.stderr[-3000:]}")
         if stack.database == "sqlite":
             process.wal(os.path.join(conf_dir, "ironic.db"))
         open(marker, "w").close()

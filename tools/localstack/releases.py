@@ -61,6 +61,7 @@ RELEASES = {
         "threading", 0),
 }
 NEWEST = "2026.2"
+OLDEST = "2025.1"
 
 
 def current():
@@ -98,5 +99,9 @@ def venv_suffix():
 
 
 def write_constraints(name):
-    """Write the release ``name``'s constraints file from its two sources."""
-    return upper_constraints.write(name, RELEASES[name].services)
+    """Write the release ``name``'s constraints file from its two sources (and, for the
+    oldest release, lower-constraints.txt on it)."""
+    out = upper_constraints.write(name, RELEASES[name].services)
+    if name == OLDEST:
+        upper_constraints.LOWER.write_text(upper_constraints.lower(out.read_text()))
+    return out

@@ -75,6 +75,37 @@ def write(series, services):
     return out
 
 
+# The lower bounds: each of the project's requirements at its minimum, everything else at
+# the oldest series' pins (the Pythons and libraries the minimums must work with).
+LOWER = HERE.parent.parent.parent / "lower-constraints.txt"
+REQUIREMENTS = ("requirements.txt", "test-requirements.txt")
+
+
+def minimums(text):
+    """{distribution: its lower bound} of a requirements file's text."""
+    from packaging.requirements import Requirement
+    found = {}
+    for line in text.splitlines():
+        if _name(line):
+            requirement = Requirement(line.split("#", 1)[0].strip())
+            (low,) = [spec.version for spec in requirement.specifier if spec.operator == ">="]
+            found[canonical(requirement.name)] = low
+    return found
+
+
+def lower(oldest):
+    """The text lower-constraints.txt should hold, ``oldest`` the oldest series' merged
+    file: the project's minimums, then every other pin of that file."""
+    root = LOWER.parent
+    ours = {}
+    for name in REQUIREMENTS:
+        ours.update(minimums((root / name).read_text()))
+    return ("# The project's lower bounds (requirements.txt, test-requirements.txt), every other\n"
+            "# library at the oldest series' pins; made by python -m tools.localstack constraints.\n"
+            + merge(oldest, "\n".join(f"{name}=={low}  # our minimum"
+                                      for name, low in ours.items()), {}))
+
+
 def pinned(text, environment=None):
     """{distribution: version} the constraints text pins for the running Python (or
     for ``environment``, a dict of marker variables): lines whose marker does not hold

@@ -49,6 +49,18 @@ def test_each_release_keeps_openstacks_pins_but_what_its_overlay_names(name):
     assert "cryptography" in theirs and "cryptography" not in moved
 
 
+def test_lower_constraints_hold_each_minimum_on_the_oldest_series_pins():
+    text = upper_constraints.LOWER.read_text()
+    oldest = releases.constraints_file(releases.OLDEST).read_text()
+    assert text == upper_constraints.lower(oldest)  # tools.localstack constraints
+    pins = upper_constraints.pinned(text)
+    for name in upper_constraints.REQUIREMENTS:
+        for requirement, low in upper_constraints.minimums(
+                (upper_constraints.LOWER.parent / name).read_text()).items():
+            assert pins[requirement] == low, requirement
+    assert pins["nova"] == releases.RELEASES[releases.OLDEST].services["nova"]
+
+
 def test_merge_replaces_openstacks_lines_markers_and_all():
     openstack = ("# header\nfoo===1.0;python_version=='3.9'\nfoo===2.0;python_version>='3.10'\n"
                  "Bar_Baz===3.0\nkeep===4.0\n")
