@@ -17,8 +17,12 @@ none: the newest)."""
 
 import importlib.metadata
 
+import pytest
+
 from tools.localstack import releases
 from tools.localstack import upper_constraints
+
+pytestmark = pytest.mark.every_release
 
 
 def installed():
