@@ -59,7 +59,15 @@ def restart_in_place(why):
     if multiprocessing.parent_process() is not None:
         os._exit(1)
     # its own command line, as it was started: no shell, nothing from outside
-    os.execv(sys.executable, [sys.executable, *sys.orig_argv[1:]])  # noqa: S606
+    os.execv(sys.executable, own_command())  # noqa: S606
+
+
+def own_command():
+    """This process's command line as it was started: sys.orig_argv (Python 3.10 on),
+    else the interpreter and sys.argv, which is how a console script such as
+    nova-compute starts (2025.1's nova also runs on 3.9)."""
+    started = getattr(sys, "orig_argv", None)
+    return [sys.executable, *(started[1:] if started else sys.argv)]
 
 
 class SelfFence:
