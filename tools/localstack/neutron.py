@@ -62,11 +62,18 @@ def bin_path(name):
     return os.path.join(venv(), "bin", name)
 
 
+# pyroute2: neutron 29 imports it to build its schema (neutron-db-manage) but no longer
+# lists it; under OpenStack's pins nothing else brings it.
+PACKAGES = ("neutron", "gunicorn", "PyMySQL", "pyroute2")
+
+
 def install():
-    """neutron into its own virtualenv, when it is not there yet."""
-    if not os.path.exists(bin_path("neutron-db-manage")) or not process.venv_current(venv()):
-        process.venv_install(venv(), releases.pins("neutron", "gunicorn", "PyMySQL"),
-                              create=True)
+    """neutron into its own virtualenv, when it is not there yet (or was installed
+    under other pins, or without one of PACKAGES)."""
+    if not (os.path.exists(bin_path("neutron-db-manage")) and process.venv_current(venv())
+            and subprocess.run([bin_path("python"), "-c", "import pyroute2"],
+                               capture_output=True).returncode == 0):
+        process.venv_install(venv(), releases.pins(*PACKAGES), create=True)
 
 
 def start(stack):

@@ -100,9 +100,9 @@ def lower(oldest):
     ours = {}
     for name in REQUIREMENTS:
         ours.update(minimums((root / name).read_text()))
-    return ("# The project's lower bounds (requirements.txt, test-requirements.txt), every other\n"
-            "# library at the oldest series' pins; made by python -m tools.localstack constraints.\n"
-            + merge(oldest, "\n".join(f"{name}=={low}  # our minimum"
+    return ("# The project's lower bounds (requirements.txt, test-requirements.txt), every\n"
+            "# other library at the oldest series' pins; made by python -m tools.localstack"
+            " constraints.\n" + merge(oldest, "\n".join(f"{name}=={low}  # our minimum"
                                       for name, low in ours.items()), {}))
 
 
