@@ -144,16 +144,24 @@ class PeriodicNodes:
             # A managed node missing from the cache (nova reads it on its own) goes over.
             due += [uuid for uuid in managed if uuid not in node_cache]
             gone = waiting = frozenset()
+            filler = None
             if in_scope is not None:
                 gone, waiting = self._out_of_scope(due, prints, node_cache, in_scope, seen)
                 due = [uuid for uuid in due if uuid not in gone | waiting]
+                if not due:
+                    filler, more_gone = self._checked_filler(prints, node_cache, waiting,
+                                                             in_scope, seen)
+                    gone |= more_gone
             answer = list(due)
             taken = frozenset()
             if take_up is not None:
                 taken = frozenset(take_up([uuid for uuid in due if uuid in node_cache
                                            and node_cache[uuid].instance_id is None]))
                 answer = [uuid for uuid in due if uuid not in taken]
-            if not answer and set(prints) - waiting:
+            if not answer and in_scope is not None:
+                # nova's periodic: the filler checked in Ironic, or none (see below)
+                answer = [filler] if filler else []
+            elif not answer and set(prints) - waiting:
                 # nova takes the first node of this answer as "this host's node" (a
                 # build's anti-affinity check, among others): never empty while a node
                 # is managed here.  The node nova looked at least recently is the one
@@ -176,33 +184,52 @@ class PeriodicNodes:
         return answer
 
     def _out_of_scope(self, due, prints, node_cache, in_scope, seen):
-        """(gone, waiting): the nodes due (or the one nova looked at least recently, where
-        none is) that the periodic's listing did not hold and Ironic no longer holds in
-        this service's scope, which leave ``prints`` and nova's cache now; and those left
-        out of this periodic, due still, as Ironic did not answer."""
-        candidates = [uuid for uuid in due if uuid in prints]
-        filler = not candidates
-        gone = set()
-        while prints:
-            if filler:  # the next least recent, where the last was gone
-                candidates = [self.passes.least_recent(prints)]
-            unseen = self.passes.unseen(candidates, seen[1], seen[0])
-            if not unseen:
-                break
-            held = in_scope(unseen)
+        """(gone, waiting): the nodes due that the periodic's listing did not hold and
+        Ironic no longer holds in this service's scope, which leave ``prints`` and nova's
+        cache now; and those left out of this periodic, due still, as Ironic did not
+        answer."""
+        unseen = self.passes.unseen([uuid for uuid in due if uuid in prints], seen[1],
+                                    seen[0])
+        if not unseen:
+            return frozenset(), frozenset()
+        held = in_scope(unseen)
+        if held is None:
+            LOG.info("resource tracker periodic: %d nodes due wait for the next one (not "
+                     "listed for this periodic, and Ironic does not answer)", len(unseen))
+            return frozenset(), frozenset(unseen)
+        return self._drop(set(unseen) - held, prints, node_cache), frozenset()
+
+    def _checked_filler(self, prints, node_cache, waiting, in_scope, seen):
+        """(filler, gone): where no node is due, the one nova is given all the same (the
+        one it looked at least recently, the closest to due) among those that exist: the
+        periodic's listing held it, or Ironic holds it in this service's scope now; None
+        where none does or Ironic does not answer (nova's periodic then looks at nothing,
+        rather than at a node that may be gone: a deleted node never reaches nova).  The
+        nodes found gone on the way leave ``prints`` and nova's cache."""
+        gone = frozenset()
+        while set(prints) - waiting:
+            candidate = self.passes.least_recent(
+                {uuid: value for uuid, value in prints.items() if uuid not in waiting})
+            if not self.passes.unseen([candidate], seen[1], seen[0]):
+                return candidate, gone  # the periodic's own listing held it
+            held = in_scope([candidate])
             if held is None:
-                LOG.info("resource tracker periodic: %d nodes due wait for the next one (not "
-                         "listed for this periodic, and Ironic does not answer)", len(unseen))
-                return frozenset(gone), frozenset(unseen)
-            lost = set(unseen) - held
-            for uuid in lost:
-                del prints[uuid]
-                node_cache.pop(uuid, None)
-            gone |= lost
-            if not (filler and lost):
-                break
-        self._listed -= gone
-        return frozenset(gone), frozenset()
+                LOG.info("resource tracker periodic: no node for nova to look at (none "
+                         "due, and Ironic does not answer for the one it would be given)")
+                return None, gone
+            if candidate in held:
+                return candidate, gone
+            gone |= self._drop({candidate}, prints, node_cache)
+        return None, gone
+
+    def _drop(self, lost, prints, node_cache):
+        """The nodes ``lost`` from Ironic's scope leave ``prints``, nova's cache and the
+        last listing's nodes."""
+        for uuid in lost:
+            del prints[uuid]
+            node_cache.pop(uuid, None)
+        self._listed -= lost
+        return frozenset(lost)
 
     def _log(self, answer, due, aged, managed, left):
         longest = round(self.passes.longest_s)

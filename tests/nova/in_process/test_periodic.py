@@ -34,6 +34,7 @@ from openstack.baremetal.v1 import node as sdk_node
 from oslo_service import periodic_task as oslo_periodic_task
 
 from rp_reporter.nova_compute import node_listing
+from rp_reporter.nova_compute import periodic
 from tests.nova.in_process.test_driver import CONF
 from tests.nova.in_process.test_driver import HOSTS
 from tests.nova.in_process.test_driver import FakeConnection
@@ -575,6 +576,51 @@ def test_a_node_deleted_after_the_whole_listing_read_it_never_reaches_novas_look
     assert deleted.id not in looked and deleted.id not in service.driver.node_cache
     assert requests(service)["full"] == 2 and requests(service, ["check"])["check"] >= 1
     assert not service.driver._periodic.known_to_exist(deleted.id)  # nova's orphan read
+
+
+def test_no_node_deleted_after_the_whole_listing_is_handed_to_nova_in_place_of_one(
+        service, caplog):
+    """Where every node due is gone from Ironic, nova is still given one node (its
+    periodic and a build take the answer's first as "this host's node"): the one it
+    looked at least recently, checked in Ironic first like the due ones, so a node
+    deleted meanwhile is never the one handed over; where Ironic does not answer, only a
+    node the periodic's own listing held is, else none."""
+    assert service.periodic() == service.every
+    service.nodes[4].is_maintenance = True  # looked at one periodic later than the rest
+    assert service.periodic() == service.ids(4)
+    longest = service.driver._periodic.passes.longest_s
+    assert service.periodic(after=longest - INTERVAL) == service.every - service.ids(4)
+    kept = service.ids(2, 3)
+    deleted = [service.nodes[i] for i in (4, 0, 1)]  # 4 due; 0 and 1 looked at least recently
+    for node in deleted:
+        service.connection.listing.remove(node)  # (the test's nodes) after the listing read them
+    looked = service.periodic()
+    assert not looked & {node.id for node in deleted}, looked
+    assert looked <= kept and len(looked) == 1
+    assert deleted[0].id not in service.driver.node_cache  # the due one, checked
+
+
+def test_where_ironic_does_not_answer_only_a_node_known_to_exist_is_handed_to_nova():
+    """The node due waits (Ironic does not answer for it); the one nova would be given
+    in its place goes only where the periodic's own listing held it."""
+    passes = periodic.PeriodicNodes(full_pass_every=EVERY, interval_s=INTERVAL)
+    clock = [0.0]
+    passes.clock = lambda: clock[0]
+    nodes = {name: sdk_node.Node(id=name, instance_id=None, provision_state="available",
+                                 properties=PROPERTIES) for name in ("due", "other")}
+    held = lambda uuids: set(uuids)  # noqa: E731 - Ironic holds both
+    for name in passes.for_periodic(list(nodes), dict(nodes), in_scope=held,
+                                    seen=(0.0, dict.fromkeys(nodes, 0.0))):
+        passes.looked_at(name, lambda name=name: nodes[name])
+    clock[0] = passes.passes.longest_s - INTERVAL
+    passes.looked_at("other", lambda: nodes["other"])  # "due" is due for its age next
+    clock[0] += INTERVAL
+    down = lambda uuids: None  # noqa: E731
+    unheld = (clock[0], dict.fromkeys(nodes, 0.0))  # the periodic's listing held neither
+    assert passes.for_periodic(list(nodes), dict(nodes), in_scope=down, seen=unheld) == []
+    listed = (clock[0], {"due": 0.0, "other": clock[0]})  # it held "other"
+    assert passes.for_periodic(list(nodes), dict(nodes), in_scope=down,
+                               seen=listed) == ["other"]
 
 
 def test_a_defect_in_the_listing_of_changes_falls_back_to_novas_own_listing(service, caplog):
