@@ -273,6 +273,7 @@ class NodeListing:
         they may come to with the next page (else OverBudget)]."""
         connection = self._connection()
         marker = None
+        behind = []  # the last page's nodes up to the marker, each a marker in its place
         first, limit = limit if isinstance(limit, tuple) else (limit, limit)
         try:
             microversion = self._microversion(connection)
@@ -285,6 +286,16 @@ class NodeListing:
                 response = connection.get(path, params=query, microversion=microversion,
                                           headers={"Accept": "application/json"})
                 self._requests.labels(listing).inc()
+                if marker and _marker_gone(response, marker) and len(behind) > 1:
+                    # The marker node was deleted since its page was read (a mass
+                    # decommission): Ironic cannot find where to read on.  The node before
+                    # it on that page marks a place as good: the nodes between are those
+                    # found deleted, so none is read twice.
+                    LOG.info("node listing: the next page's marker %s is gone from Ironic; "
+                             "reading on from the node before it", marker)
+                    behind.pop()
+                    marker = behind[-1]
+                    continue
                 sdk_exc.raise_from_response(response)
                 clocks.append(fleet_listing.http_date(response.headers.get("Date")))
                 if spent is not None:
@@ -301,7 +312,8 @@ class NodeListing:
                 if spent is not None and (spent[0] + len(response.content) / len(page) * limit
                                           > spent[1]):
                     raise OverBudget()  # past the first page, more than the whole
-                marker = body["nodes"][-1]["uuid"]
+                behind = [raw["uuid"] for raw in body["nodes"]]
+                marker = behind[-1]
         except OverBudget:
             raise
         except Exception as e:
@@ -309,3 +321,9 @@ class NodeListing:
             LOG.error("An unknown error has occurred when trying to get the list of nodes "
                       "from the Ironic inventory. Error: %s", e)
             raise exception.VirtDriverNotReady() from e
+
+
+def _marker_gone(response, marker):
+    """Whether Ironic's answer says the page's marker node no longer exists (it looks the
+    marker up first: 404, "Node <uuid> could not be found")."""
+    return response.status_code == 404 and marker in response.text

@@ -964,6 +964,30 @@ def test_the_fleet_listed_where_it_changed_is_what_novas_own_listing_gives(
     assert requests.labels("full")._value.get() == 2
 
 
+def test_a_page_whose_marker_was_deleted_meanwhile_is_read_from_the_node_before(
+        real_ironic, ironic, monkeypatch):
+    """Nodes deleted while nova's refresh lists the fleet (a mass decommission): the
+    next page's marker, the last node of the page read, may be gone before that page is
+    asked for, and Ironic answers 404 (it looks the marker up).  The listing reads on
+    from the page's last node still there: no failed refresh (VirtDriverNotReady), every
+    node listed once."""
+    Fleet(monkeypatch, HOSTS[:1])
+    nodes = ironic.create_many(25, state="enroll")
+    CONF.set_override("full_pass_every", 4, group="rp_reporter")  # the driver's listing
+    try:
+        listing = Fleet.driver("ours")._listing
+    finally:
+        CONF.clear_override("full_pass_every", group="rp_reporter")
+    pages = listing._pages({"shard": ironic.shard, "fields": "uuid"}, 10, "full", [],
+                           build=lambda raw: raw["uuid"])
+    read = [next(pages) for _ in range(10)]
+    for marker in read[-2:]:  # the marker and the node before it
+        ironic.delete(marker)
+    read += list(pages)
+    assert len(read) == len(set(read)) == len(nodes), read
+    assert set(read) == set(nodes)
+
+
 def test_update_provider_tree_matches_the_agents_model(real_ironic, ironic, monkeypatch):
     Fleet(monkeypatch, HOSTS[:1])
     kinds = [ironic.create(), ironic.create(maintenance=True), ironic.create(state="manageable"),
