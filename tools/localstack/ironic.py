@@ -113,8 +113,13 @@ def start(stack):
                 f"{key} = {value}\n" for key, value in stack.rabbit_options.items()))
     marker = os.path.join(conf_dir, "schema-created")
     if not os.path.exists(marker):
+        # In a session of its own, as a service under systemd: with the bus's
+        # use_queue_manager, oslo.messaging before 18.3 reads its process group
+        # leader's /proc entry at the start (FileNotFoundError where that leader, a
+        # test runner's, has exited; seen with 2026.2's pins, 18.2.0).
         done = subprocess.run([process.venv_bin("ironic-dbsync"), "--config-file", conf,
-                               "create_schema"], capture_output=True, text=True)
+                               "create_schema"], capture_output=True, text=True,
+                              start_new_session=True)
         if done.returncode:
             raise RuntimeError(f"ironic-dbsync create_schema exited {done.returncode}: "
                                f"{done.stderr[-3000:]}")
