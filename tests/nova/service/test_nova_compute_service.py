@@ -193,6 +193,9 @@ PERIODIC = re.compile(r"resource tracker periodic: (\d+) of (\d+) nodes \(due: (
                       r"changed or touched since nova's last look, (\d+) not looked at")
 
 
+@pytest.mark.skipif(releases.current().name not in (releases.OLDEST, releases.NEWEST),
+                    reason="nova 32 and 33 run their periodic as nova 31 does (eventlet): "
+                           "tested on the oldest release and the newest (CI's time)")
 @pytest.mark.parametrize("nova_compute", [{"full_pass_every": 3, "interval": 5}],
                          indirect=True)
 def test_between_full_passes_the_periodic_goes_over_only_the_changed_node(
