@@ -144,30 +144,29 @@ class PeriodicNodes:
             # A managed node missing from the cache (nova reads it on its own) goes over.
             due += [uuid for uuid in managed if uuid not in node_cache]
             gone = waiting = frozenset()
-            filler = None
             if in_scope is not None:
                 gone, waiting = self._out_of_scope(due, prints, node_cache, in_scope, seen)
                 due = [uuid for uuid in due if uuid not in gone | waiting]
-                if not due:
-                    filler, more_gone = self._checked_filler(prints, node_cache, waiting,
-                                                             in_scope, seen)
-                    gone |= more_gone
             answer = list(due)
             taken = frozenset()
             if take_up is not None:
                 taken = frozenset(take_up([uuid for uuid in due if uuid in node_cache
                                            and node_cache[uuid].instance_id is None]))
                 answer = [uuid for uuid in due if uuid not in taken]
-            if not answer and in_scope is not None:
-                # nova's periodic: the filler checked in Ironic, or none (see below)
-                answer = [filler] if filler else []
-            elif not answer and set(prints) - waiting:
+            if not answer and set(prints) - waiting:
                 # nova takes the first node of this answer as "this host's node" (a
                 # build's anti-affinity check, among others): never empty while a node
                 # is managed here.  The node nova looked at least recently is the one
                 # closest to due anyway: its look is the full pass's work, done early.
-                answer = [self.passes.least_recent(
-                    {uuid: value for uuid, value in prints.items() if uuid not in waiting})]
+                # For nova's periodic, which looks at it, it is checked in Ironic first.
+                if in_scope is None:
+                    answer = [self.passes.least_recent(
+                        {uuid: value for uuid, value in prints.items() if uuid not in waiting})]
+                else:
+                    filler, more_gone = self._checked_filler(prints, node_cache, waiting,
+                                                             in_scope, seen)
+                    gone |= more_gone
+                    answer = [filler] if filler else []
             self._given = tuple(answer)
             # nova's orphan handling stays for a node gone from Ironic's scope: nova
             # deletes the record of one deleted, and warns of one moved.

@@ -621,6 +621,10 @@ def test_where_ironic_does_not_answer_only_a_node_known_to_exist_is_handed_to_no
     listed = (clock[0], {"due": 0.0, "other": clock[0]})  # it held "other"
     assert passes.for_periodic(list(nodes), dict(nodes), in_scope=down,
                                seen=listed) == ["other"]
+    # At the service's start with every node due taken up, one is still given, checked.
+    clock[0] += passes.passes.longest_s
+    assert passes.for_periodic(list(nodes), dict(nodes), in_scope=held, seen=unheld,
+                               take_up=lambda free: free) in (["due"], ["other"])
 
 
 def test_a_defect_in_the_listing_of_changes_falls_back_to_novas_own_listing(service, caplog):
