@@ -70,10 +70,10 @@ PACKAGES = ("neutron", "gunicorn", "PyMySQL", "pyroute2")
 def install():
     """neutron into its own virtualenv, when it is not there yet (or was installed
     under other pins, or without one of PACKAGES)."""
-    if not (os.path.exists(bin_path("neutron-db-manage")) and process.venv_current(venv())
-            and subprocess.run([bin_path("python"), "-c", "import pyroute2"],
-                               capture_output=True).returncode == 0):
-        process.venv_install(venv(), releases.pins(*PACKAGES), create=True)
+    packages = releases.pins(*PACKAGES)
+    if not (os.path.exists(bin_path("neutron-db-manage"))
+            and process.venv_current(venv(), packages)):
+        process.venv_install(venv(), packages, create=True)
 
 
 def start(stack):

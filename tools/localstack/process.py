@@ -16,6 +16,7 @@ checks, and the stack's own virtualenv and Debian packages."""
 import configparser
 import contextlib
 import fcntl
+import json
 import os
 import shutil
 import signal
@@ -170,7 +171,7 @@ def install_missing(debs, venv_extras):
         subprocess.run(["apt-get", "install", "-y", "-qq", *missing_debs], check=True, env=env,
                        stdout=subprocess.DEVNULL)
     if not all(os.path.exists(venv_bin(b)) for b in STACK_COMMANDS) or not venv_current(
-            stack_venv()):
+            stack_venv(), stack_packages()):
         venv_install(stack_venv(), stack_packages(), create=True)
     extra = [pkg for packages, installed in venv_extras if not installed() for pkg in packages]
     if extra:
@@ -192,23 +193,33 @@ def venv_install(venv, packages, create=False):
     command = ([installer, "pip", "install", "--quiet", "--python", python] if installer
                else [python, "-m", "pip", "install", "-q"])
     subprocess.run([*command, *releases.installer_options(), *packages], check=True)
-    with open(os.path.join(venv, PINNED_BY), "w") as f:
-        f.write(releases.constraints_file().read_text())
+    installed = set(packages) | (set() if create else set(_record(venv)["packages"]))
+    with open(os.path.join(venv, INSTALLED), "w") as f:
+        json.dump({"constraints": releases.constraints_file().read_text(),
+                   "packages": sorted(installed)}, f)
 
 
-# The constraints file a virtualenv was last installed under, kept in it: a virtualenv
-# cached from other pins is made again, so a machine with an old cache tests what a new
-# one builds.
-PINNED_BY = "rp-reporter-constraints.txt"
+# What a virtualenv was installed with, kept in it: the constraints file and the
+# requirements asked.  A virtualenv cached from other pins, or without a package a
+# module now needs, is made again, so a machine with an old cache tests what a new one
+# builds.
+INSTALLED = "rp-reporter-installed.json"
 
 
-def venv_current(venv):
-    """Whether ``venv`` was installed under the current release's constraints file."""
+def _record(venv):
     try:
-        with open(os.path.join(venv, PINNED_BY)) as f:
-            return f.read() == releases.constraints_file().read_text()
-    except FileNotFoundError:
-        return False
+        with open(os.path.join(venv, INSTALLED)) as f:
+            return json.load(f)
+    except (FileNotFoundError, ValueError):
+        return {"constraints": None, "packages": []}
+
+
+def venv_current(venv, packages=()):
+    """Whether ``venv`` was installed under the current release's constraints file, with
+    each of the requirements ``packages``."""
+    record = _record(venv)
+    return (record["constraints"] == releases.constraints_file().read_text()
+            and set(packages) <= set(record["packages"]))
 
 
 def uv():
