@@ -27,11 +27,10 @@ pytestmark = [pytest.mark.functional, pytest.mark.every_release]
 def test_the_stack_virtualenv_installed_its_series_pins(stack):
     out = subprocess.run([process.venv_bin("python"), "-m", "pip", "freeze", "--all"],
                          capture_output=True, text=True, check=True).stdout
-    frozen = dict(line.split("==", 1) for line in out.splitlines() if "==" in line)
+    frozen = upper_constraints.frozen(out)
     pins = upper_constraints.pinned(releases.constraints_file().read_text())
     assert not upper_constraints.moved(frozen, pins)
     services = releases.current().services
-    frozen = {upper_constraints.canonical(name): version for name, version in frozen.items()}
     assert frozen["ironic"] == services["ironic"]
     assert frozen["openstack-placement"] == services["openstack-placement"]
     assert len(set(frozen) & set(pins)) > 50, out[:500]  # the libraries too

@@ -123,6 +123,14 @@ def pinned(text, environment=None):
     return pins
 
 
+def frozen(text):
+    """{distribution: version} of ``pip freeze --all``'s text (for a wheel installed from
+    a file, where it came from)."""
+    return {canonical(name): version for name, version in (
+        re.split(r"==| @ ", line, maxsplit=1) for line in text.splitlines()
+        if "==" in line or " @ " in line)}
+
+
 def moved(installed, pins):
     """{distribution: (installed, pinned)} for each of ``installed`` ({name: version})
     that the ``pins`` ({name: version}) put at another version."""

@@ -56,9 +56,7 @@ def freeze(venv):
     virtualenv, as its pip sees them."""
     out = subprocess.run([venv / "bin" / "python3", "-m", "pip", "freeze", "--all"],
                          capture_output=True, text=True, check=True).stdout
-    return {upper_constraints.canonical(name): version for name, version in (
-        re.split(r"==| @ ", line, maxsplit=1) for line in out.splitlines()
-        if "==" in line or " @ " in line)}
+    return upper_constraints.frozen(out)
 
 
 def run_readme_lines(venv, dry_run_report=None):
