@@ -16,7 +16,7 @@
     compute_driver = rp_reporter.IronicDriver   # nova.virt.rp_reporter (shims/nova/virt/)
     [rp_reporter]
     peers_from = nova          # or: coordination (the compute services' own group)
-    config_file = /etc/rp_reporter/nova-compute.conf   # [coordination] and [ring] from here
+    config_file = /etc/rp_reporter/nova-compute.conf   # [coordination], [ring], [notifications]
 
 ``IronicDriver`` subclasses ``nova.virt.ironic.driver.IronicDriver``.  Where nova
 is the reference it *is* nova: node ownership with ``peers_from = nova`` (the
@@ -31,7 +31,9 @@ or orphans a node.  Its parts:
   nova's node cache; ``provider_cache``: released nodes' providers out of the cache
   nova's resource tracker writes through, and out of its write-back (nova 31 to 33);
 * ``periodic`` (``full_pass_every`` above 1): which nodes nova's resource-tracker
-  periodic goes over, ``rp_reporter.tracker_passes``'s decision;
+  periodic goes over, ``rp_reporter.tracker_passes``'s decision; ``node_listing``:
+  nova's node refresh listing what changed, and ``deleted_nodes``: Ironic's
+  notifications of deleted nodes for it;
 * ``rehome``: the job that moves a fenced service's servers to live members, with
   ``claim`` (a mover's claim on a server), ``recovery`` (nova's start-up handling of
   each moved server), ``queued_builds`` (builds a fenced service never took, ended)

@@ -26,6 +26,7 @@ from rp_reporter import problems as rp_problems
 from rp_reporter.nova_compute import claim
 from rp_reporter.nova_compute import content
 from rp_reporter.nova_compute import coordinated_ring
+from rp_reporter.nova_compute import deleted_nodes
 from rp_reporter.nova_compute import guard
 from rp_reporter.nova_compute import metrics as driver_metrics
 from rp_reporter.nova_compute import node_listing
@@ -65,6 +66,7 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
 
     _periodic = periodic.EVERY_NODE  # until __init__ (nova's tests may skip it)
     _listing = None
+    _deletes = None  # the listener of Ironic's notifications of deleted nodes, if any
 
     def __init__(self, virtapi, read_only=False):
         super().__init__(virtapi, read_only)
@@ -110,7 +112,19 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
             if CONF.rp_reporter.metrics_bind:
                 self._metrics.serve(CONF.rp_reporter.metrics_bind,
                                     lambda: bool(self._ring.members()))
+        if self._listing is not None and CONF.rp_reporter.config_file:
+            # a listing of what changed cannot see a delete: Ironic's notification can
+            self._deletes = deleted_nodes.listen(coordinated_ring.reporter_conf(), CONF.host,
+                                                 self._listing)
         super().init_host(host)
+
+    def cleanup_host(self, host):
+        # nova's service stop: the notification listener's connection closed with it
+        listener, self._deletes = self._deletes, None
+        if listener is not None:
+            listener.stop()
+            listener.wait()
+        super().cleanup_host(host)
 
     def _fence_check(self, what):
         fence = getattr(self, "_self_fence", None)  # nova's tests may skip __init__

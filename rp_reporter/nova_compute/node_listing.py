@@ -109,6 +109,9 @@ class NodeListing:
         self._retry_at = -math.inf  # no whole listing starts before (after a failure)
         self._failing = failing  # a Prometheus gauge: 1 from alert_after failures in a row
         self._alert_after = alert_after
+        # nodes Ironic said it deleted (``deleted``): when (this clock); kept out of the
+        # fleet until a whole listing that started after the word
+        self._deleted = {}
 
     def nodes(self, fields, **filters):
         """Every node of the fleet (nova's ``fields`` of each; ``filters``: nova's
@@ -148,14 +151,19 @@ class NodeListing:
             self.seen.update((node.id, now) for node in changed)
             LOG.debug("nova's node refresh: %d nodes written in Ironic since %s",
                       len({node.id for node in changed}), since.isoformat())
-            return list(self.view.nodes.values())
+            return self._fleet()
+
+    def _fleet(self):
+        """The fleet as listed, but the nodes Ironic said it deleted since (a listing
+        that started before the delete may still have held them)."""
+        return [node for uuid, node in self.view.nodes.items() if uuid not in self._deleted]
 
     def _whole_now(self, now, fields, filters):
         """The whole fleet listed in nova's refresh, and taken."""
         whole = WholeListing(now)
         whole.nodes = self._list_whole(whole, fields, filters)
         self._take(whole)
-        return list(self.view.nodes.values())
+        return self._fleet()
 
     def _list_whole(self, whole, fields, filters):
         """The whole fleet, nova's fields of each node (Ironic's clock on ``whole``)."""
@@ -187,6 +195,7 @@ class NodeListing:
     def _take(self, whole):
         self.view.took_full(whole.nodes, whole.started, whole.clocks[:2])
         self.seen = dict.fromkeys(self.view.nodes, whole.started)
+        self._deleted = {uuid: at for uuid, at in self._deleted.items() if at >= whole.started}
         self.failures, self._retry_at = 0, -math.inf
         if self._failing is not None:
             self._failing.set(0)
@@ -228,6 +237,31 @@ class NodeListing:
                      "out of the cache now, not handed to nova's resource tracker: %s",
                      len(gone), ", ".join(gone))
         return held
+
+    def deleted(self, uuid):
+        """Ironic said it deleted node ``uuid`` (its notification): once Ironic holds it
+        no more in nova's scope (one read: a forged or stale word changes nothing), it
+        leaves the fleet now, not at the next whole listing, and nova's next periodic
+        deletes its compute node record and provider (nova's orphan handling, as at its
+        own listing); whether it left."""
+        with self._lock:
+            if uuid not in self.view.nodes or uuid in self._deleted:
+                return False
+            filters = dict(self._filters)
+        try:
+            if self._held(uuid, filters):
+                LOG.warning("Ironic's notification says node %s was deleted, but Ironic "
+                            "still holds it in this service's scope: kept", uuid)
+                return False
+        except exception.VirtDriverNotReady:
+            return False  # logged; the next whole listing or check tells
+        with self._lock:
+            self._deleted[uuid] = self.clock()
+            self.view.nodes.pop(uuid, None)
+            self.seen.pop(uuid, None)
+        LOG.info("node %s deleted in Ironic (its notification, and Ironic no longer holds "
+                 "it): out of nova's node cache at the next refresh", uuid)
+        return True
 
     def _held(self, uuid, filters):
         """Whether Ironic has node ``uuid`` in the scope ``filters`` (one read)."""

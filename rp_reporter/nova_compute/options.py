@@ -26,7 +26,11 @@ NOVA_OPTS = [
                     "peer_list), read from config_file; every compute service of a group "
                     "must then switch together."),
     cfg.StrOpt("config_file",
-               help="rp_reporter configuration file for [coordination] and [ring]."),
+               help="rp_reporter configuration file for [coordination] and [ring], and "
+                    "[notifications] (or [DEFAULT] transport_url): the bus Ironic's versioned "
+                    "notifications arrive on, where full_pass_every is above 1 (a node "
+                    "deleted in Ironic then leaves nova's node cache at the next refresh, "
+                    "not at the next whole listing)."),
     cfg.BoolOpt("rehome", default=True,
                 help="With peers_from = coordination and a [coordination] backend: move "
                      "to a live member the servers of a compute service that is fenced "

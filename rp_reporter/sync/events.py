@@ -93,13 +93,14 @@ class NotificationEndpoint:
         return oslo_messaging.NotificationResult.HANDLED
 
 
-def listener(conf, endpoint):
-    """A started notification listener in this agent's own pool."""
+def listener(conf, endpoint, pool=None):
+    """A started notification listener in this agent's own pool (``pool``: another
+    listener's own, beside the agent's on the same host)."""
     transport = oslo_messaging.get_notification_transport(conf, url=rp_conf.bus_url(conf))
     targets = [oslo_messaging.Target(topic=conf.notifications.topic,
                                      exchange=conf.notifications.exchange)]
     server = oslo_messaging.get_notification_listener(
         transport, targets, [endpoint], executor="threading",
-        pool=conf.notifications.pool or f"rp_reporter.{conf.host}")
+        pool=pool or conf.notifications.pool or f"rp_reporter.{conf.host}")
     server.start()
     return server

@@ -47,11 +47,13 @@ class AgentProcess:
         self.proc = None
 
     def start(self, wait_healthy=True, env=None):
-        """Start it (``env``: over this process's environment)."""
+        """Start it (``env``: over this process's environment), in its own directory:
+        ``-m`` puts the working directory first on the path, and the repository root
+        (tox's) would shadow the tree ``env``'s PYTHONPATH names."""
         self.log = open(self.log_path, "a")
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "rp_reporter.agent", "--config-file", str(self.conf)],
-            stdout=self.log, stderr=subprocess.STDOUT,
+            stdout=self.log, stderr=subprocess.STDOUT, cwd=self.conf.parent,
             env=dict(os.environ, **env) if env else None)
         wait_for(self.healthy if wait_healthy else lambda: self.health()[0], 30,
                  "agent health endpoint")

@@ -47,6 +47,7 @@ from tools.localstack import glance
 from tools.localstack import nova
 from tools.localstack import process
 from tools.localstack import releases
+from tools.localstack import running
 from tools.localstack import upgrade
 from tools.wait import NotSeen
 from tools.wait import wait_for
@@ -68,6 +69,12 @@ REPORT, SERVICE_DOWN, PERIODIC = 5, 20, 10
 SETTLE = traffic.SETTLE  # s: the longest a step's servers and actions may take to settle
 RESULTS = pathlib.Path(os.environ.get("RP_BENCH_RESULTS", "bench-results")) / "upgrade.json"
 PART_RESULTS = RESULTS.with_name("upgrade-rp_reporter.json")
+# s: the longest a free node may go unoffered to nova's scheduler in a step: Ironic's
+# API restart (16 s here, control_plane_down_s) and the periodic after it (PERIODIC).
+UNSCHEDULABLE_BOUND = 30
+# the OpenStack project each service of the stack runs (by its name's first word)
+DISTRIBUTIONS = {"nova": "nova", "placement": "openstack-placement", "ironic": "ironic",
+                 "keystone": "keystone", "glance": "glance", "neutron": "neutron"}
 FENCED = re.compile(r"compute service (\S+) forced down: it is fenced")
 REHOMED = re.compile(r"re-homing instance ([0-9a-f-]{36})")
 
@@ -125,7 +132,13 @@ class Upgrade:
     flavor: str
     nodes: list
     previous: str                      # the previous release's tree (PYTHONPATH)
+    imports: str                       # where each process records its rp_reporter's file
     agents: dict = dataclasses.field(default_factory=dict)
+    # what each process was started to run: this tree (names of agents and hosts), the
+    # release of each nova-compute, the control plane's
+    new_code: set = dataclasses.field(default_factory=set)
+    compute_release: dict = dataclasses.field(default_factory=dict)
+    control_release: str = FROM
     homes: dict = dataclasses.field(default_factory=dict)     # server -> [host, ...]
     deleted: set = dataclasses.field(default_factory=set)     # servers users deleted
     steps: list = dataclasses.field(default_factory=list)
@@ -153,20 +166,58 @@ class Upgrade:
                                 "full_pass_every": "10"},
                 **upgrade.nova_sections(self.stack), **upgrade.IRONIC_RETRIES}
 
-    def start_compute(self, host, previous=False, bin_dir=nova.COMPUTE_BIN):
-        """(Re)start ``host``: rp_reporter's previous release or this one, nova from
-        ``bin_dir``; waits until nova has its report since the start."""
+    def _env(self, name, previous):
+        """The environment a process of rp_reporter's previous release (or this one)
+        starts with, recording which tree it imports (``running``)."""
+        (self.new_code.discard if previous else self.new_code.add)(name)
+        return running.imports_env(self.imports,
+                                   {"PYTHONPATH": self.previous} if previous else None)
+
+    def start_compute(self, host, previous=False, bin_dir=nova.COMPUTE_BIN, release=FROM):
+        """(Re)start ``host``: rp_reporter's previous release or this one, nova
+        ``release`` from ``bin_dir``; waits until nova has its report since the start."""
         since = ha.utc_now()
+        self.compute_release[host] = release
         self.stack.start_compute(host, "rp_reporter", SHARD, bin_dir=bin_dir,
-                                 env={"PYTHONPATH": self.previous} if previous else None,
-                                 **self.sections(host))
+                                 env=self._env(host, previous), **self.sections(host))
         wait_for(lambda: self.nova.compute_up(host, since), 180, f"{host} up since its start")
 
     def start_agent(self, name, previous=False):
         agent = AgentProcess(self.stack, SHARD, pathlib.Path(self.stack.workdir), name,
                              coordination={"group": "rp-upgrade"}, reconcile={"interval": 60})
-        self.agents[name] = agent.start(env={"PYTHONPATH": self.previous} if previous
-                                        else None)
+        self.agents[name] = agent.start(env=self._env(name, previous))
+
+    def running(self):
+        """What each process runs, read from the process (tools/localstack/running.py):
+        the release of each control plane service and nova-compute of the upgrade, and
+        which of rp_reporter's trees each agent and nova-compute imported."""
+        found = {}
+        for name, service in self.stack.services.items():
+            host, distribution = name.removeprefix("nova-compute-"), DISTRIBUTIONS.get(
+                name.split("-")[0])
+            if distribution and service.proc and (host == name or host in HOSTS):
+                found[name] = service.running() and running.release(service.proc.pid,
+                                                                    distribution)
+        pids = {host: self.stack.service(f"nova-compute-{host}").proc.pid for host in HOSTS}
+        pids.update({name: agent.proc.pid for name, agent in self.agents.items()})
+        return {"releases": found,
+                "rp_reporter": {name: self._tree(pid) for name, pid in pids.items()}}
+
+    def _tree(self, pid):
+        origin = running.imported_from(self.imports, pid)
+        if origin is None or origin.startswith(self.previous + os.sep):
+            return origin and "previous"
+        return "new" if pathlib.Path(origin).with_name("nova_compute").joinpath(
+            "fencing.py").exists() else origin
+
+    def meant(self, found):
+        """What ``found`` (``running()``) should read: what each process was started
+        to run."""
+        return {"releases": {name: self.compute_release.get(
+                    name.removeprefix("nova-compute-"), self.control_release)
+                    for name in found["releases"]},
+                "rp_reporter": {name: "new" if name in self.new_code else "previous"
+                                for name in found["rp_reporter"]}}
 
     def stop_when_idle(self, host):
         """The operator's stop: once none of the host's servers has a task in progress
@@ -187,6 +238,14 @@ class Upgrade:
         self.sampler.resting = {n for n, h in self.ha.records(self.nodes).items()
                                 if h == host} if disabled else set()
 
+    def allocations_not_on_node(self, servers):
+        """Servers of ``servers`` whose allocation in Placement is not one unit of the
+        fleet's class on their own node's provider (nova's node uuid is its provider's)."""
+        def on_node(server):
+            node = self.nova.server(server)["OS-EXT-SRV-ATTR:hypervisor_hostname"]
+            return self.placement.allocations(server) == {node: {self.resource_class: 1}}
+        return sum(not on_node(server) for server in servers)
+
     def servers(self):
         """{server: (status, task_state, host)} of the servers the baseline holds."""
         found = {}
@@ -201,33 +260,46 @@ class Upgrade:
         """The baseline's live servers on ``host`` now."""
         return sorted(s for s, (_, _, h) in self.servers().items() if h == host)
 
-    def compute_logs(self):
-        return "".join(pathlib.Path(self.stack.workdir, f"nova-compute-{h}.log").read_text(
-            errors="replace") for h in HOSTS)
+    def _log(self, host):
+        return pathlib.Path(self.stack.workdir, f"nova-compute-{host}.log")
+
+    def log_ends(self):
+        """{host: the size of its nova-compute's log}."""
+        return {host: self._log(host).stat().st_size for host in HOSTS}
+
+    def logs_since(self, ends):
+        """What each nova-compute logged since ``log_ends()`` gave ``ends``, host by host."""
+        text = ""
+        for host, end in ends.items():
+            with open(self._log(host), "rb") as f:
+                f.seek(end)
+                text += f.read().decode(errors="replace")
+        return text
 
     @contextlib.contextmanager
     def step(self, name):
         """One step: what it must keep, checked once its servers settle; yields a list
-        the step appends its user actions to ((kind, server), kind "reboot"/"delete")."""
+        the step appends its user actions to ((kind, server, the request's id), kind
+        "reboot"/"delete": nova's answer to the step's own request)."""
         self.current, asked = name, []
-        began, logs_before = time.time(), len(self.compute_logs())
+        began, logs_before = time.time(), self.log_ends()
         deletes_before = self.ha.deleted_providers(self.nodes)
         deleted_before = self.ha.deleted_records(self.nodes)
         loop = self.loop
         failed_before, refused_before = (len(loop.failed), len(loop.refused)) if loop else (0, 0)
         self.sampler.reset()
         yield asked
-        self.deleted |= {server for kind, server in asked if kind == "delete"}
+        self.deleted |= {server for kind, server, _ in asked if kind == "delete"}
         lost_actions = self.settle(asked)
         servers = self.servers()
         for server, (_, _, host) in servers.items():
             if host != self.homes[server][-1]:
                 self.homes[server].append(host)
         live = set(self.ha.records(self.nodes))
-        logs = self.compute_logs()[logs_before:]
+        logs = self.logs_since(logs_before)
         entry = {
             "step": name, "seconds": round(time.time() - began, 1),
-            "servers_lost": sum(s not in servers or servers[s][0] == "ERROR"
+            "servers_lost": sum(s not in servers or servers[s][0] != "ACTIVE"
                                 for s in self.homes if s not in self.deleted),
             "moved": sum(len(h) > 1 for h in self.homes.values()),
             "moved_twice": sum(len(h) > 2 for h in self.homes.values()),
@@ -236,38 +308,41 @@ class Upgrade:
                                 + len(set(self.nodes) - live)),
             "providers_deleted": self.ha.deleted_providers(self.nodes) - deletes_before + sum(
                 self.placement.provider(n) is None for n in self.nodes),
-            "allocations_deleted": self.ha.allocations_lost(servers),
-            "user_actions": len(asked), "user_actions_lost": lost_actions,
+            "allocations_not_on_node": self.allocations_not_on_node(servers),
+            "user_actions": len(asked), "user_actions_lost": lost_actions, "asked": asked,
             "boots_failed": loop.failed[failed_before:] if loop else [],
             "boots_refused": loop.refused[refused_before:] if loop else [],
             "longest_unschedulable_s": round(self.sampler.longest, 1),
             "longest_unschedulable_node": self.sampler.worst,
             "fenced": sorted(self.sampler.forced | set(FENCED.findall(logs))),
             "servers_rehomed": sorted(set(REHOMED.findall(logs)) & set(self.homes)),
+            "running": self.running(),
         }
         self.steps.append(entry)
         process.log(f"upgrade step: {json.dumps(entry)}")
 
+    def carried_out(self, kind, server, request):
+        """The user's action of ``request`` (the id nova answered it with) done: its
+        instance action is the one asked, and (a reboot) nova's compute event for it
+        succeeded; (a delete) the server and its allocations are gone."""
+        action = self.nova.action(server, request)
+        if action is None or action[0] != kind:
+            return False
+        if kind == "delete":
+            return self.nova.server(server) is None and not self.placement.allocations(server)
+        return action[1].get("compute_reboot_instance") == "Success"
+
     def settle(self, asked):
         """Wait until every live server of the baseline rests (ACTIVE, no task) and each
         asked action is carried out; the actions that were not."""
-        def done(kind, server):
-            if kind == "delete":
-                return self.nova.server(server) is None and not self.placement.allocations(
-                    server)
-            got = self.nova.server(server)
-            return bool(got) and any(action == "reboot" and event.endswith("reboot_instance")
-                                     and result == "Success"
-                                     for action, event, _, _, result in self.nova.events(server))
-
         def rested():
             return all(status == "ACTIVE" and not task
                        for status, task, _ in self.servers().values()) and all(
-                done(*action) for action in asked)
+                self.carried_out(*action) for action in asked)
         with contextlib.suppress(NotSeen):
             wait_for(rested, SETTLE, "the step's servers at rest, its actions done",
                      interval=2)
-        return sum(not done(*action) for action in asked)
+        return sum(not self.carried_out(*action) for action in asked)
 
 
 @pytest.fixture(scope="session")
@@ -288,7 +363,8 @@ def up(tmp_path_factory, nova_cloud_stack):
             nova_traits=stack.release.nova_traits), ironic, resource_class,
             nova_client.flavor("bm-upgrade", resource_class),
             ironic.create_many(NODES, resource_class="baremetal-upgrade"),
-            previous_tree(tmp_path_factory.mktemp("upgrade")))
+            previous_tree(tmp_path_factory.mktemp("upgrade")),
+            str(tmp_path_factory.mktemp("imports")))
         for name in AGENTS:
             made.start_agent(name, previous=True)
         with concurrent.futures.ThreadPoolExecutor(len(HOSTS)) as pool:  # each mostly waits

@@ -77,7 +77,8 @@ class Sampler:
 
 class BootLoop:
     """A user booting a server, waiting for it, deleting it, over and over.  A boot the
-    API refused (nova-api restarting) is ``refused``, one that ended in ERROR ``failed``,
+    API answered with an error is ``refused`` (one it did not answer, nova-api
+    restarting, is sent again), one that ended in ERROR or not ACTIVE ``failed``,
     each with the API's answer or nova's own reason, under the step it fell in; the
     user's reads go on through restarts (they are not the boot's)."""
 
@@ -111,7 +112,10 @@ class BootLoop:
             step = self.up.current
             try:
                 server = self.nova.boot(f"loop-{count}", self.up.flavor)
-            except (AssertionError, OSError) as e:
+            except OSError:  # no answer (nova-api restarting): sent again, as the
+                self._stop.wait(1)  # user's client does (keystoneauth's connect_retries)
+                continue
+            except AssertionError as e:  # the API's answer: refused
                 self.refused.append({"step": step, "reason": str(e).splitlines()[0][:300]})
                 self._stop.wait(3)
                 continue

@@ -91,7 +91,22 @@ class Nova:
         self._call("DELETE", f"/os-server-groups/{group}", expect=(204, 404))
 
     def reboot(self, server):
-        self._call("POST", f"/servers/{server}/action", json={"reboot": {"type": "HARD"}})
+        """A hard reboot asked; the request's id (its instance action's)."""
+        resp = self.http.post(f"{self.url}/servers/{server}/action",
+                              json={"reboot": {"type": "HARD"}}, timeout=30)
+        assert resp.status_code == 202, f"reboot {server}: {resp.status_code} {resp.text}"
+        return resp.headers["x-openstack-request-id"]
+
+    def action(self, server, request):
+        """The instance action of ``request`` (an id the API answered with): its name
+        and {event: result}; None when nova recorded no action for it."""
+        resp = self.http.get(f"{self.url}/servers/{server}/os-instance-actions/{request}",
+                             timeout=30)
+        if resp.status_code == 404:
+            return None
+        assert resp.status_code == 200, f"GET action {request}: {resp.status_code} {resp.text}"
+        found = resp.json()["instanceAction"]
+        return found["action"], {e["event"]: e.get("result") for e in found.get("events", [])}
 
     def operable(self, server, timeout=90):
         """A hard reboot of the server completes (ACTIVE, no task) within ``timeout``:
@@ -140,7 +155,10 @@ class Nova:
         return self._call("GET", f"/servers/detail?name=^{prefix}&limit=1000")["servers"]
 
     def delete(self, server):
-        self._call("DELETE", f"/servers/{server}", expect=(204, 404))
+        """Delete the server (gone already: nothing); the request's id."""
+        resp = self.http.delete(f"{self.url}/servers/{server}", timeout=30)
+        assert resp.status_code in (204, 404), f"delete {server}: {resp.status_code} {resp.text}"
+        return resp.headers.get("x-openstack-request-id")
 
     def wait_gone(self, server, timeout=120):
         wait_for(lambda: self.server(server) is None, timeout, f"server {server} gone",

@@ -51,6 +51,7 @@ from rp_reporter import model
 from rp_reporter import nova_compute
 from rp_reporter import rehoming
 from rp_reporter.nova_compute import guard
+from rp_reporter.nova_compute import node_listing
 from rp_reporter.nova_compute import periodic
 from rp_reporter.nova_compute import queued_builds
 from rp_reporter.nova_compute import recovery
@@ -986,6 +987,55 @@ def test_a_page_whose_marker_was_deleted_meanwhile_is_read_from_the_node_before(
     read += list(pages)
     assert len(read) == len(set(read)) == len(nodes), read
     assert set(read) == set(nodes)
+
+
+def test_a_word_of_a_delete_is_checked_in_ironic_and_outlives_an_earlier_listing(
+        real_ironic, ironic, monkeypatch):
+    """Ironic's notification that a node was deleted (``NodeListing.deleted``) takes the
+    node out of nova's cache at the next refresh, and nova's ``is_node_deleted`` (its
+    orphan handling) says so; a word for a node Ironic still holds (forged, or stale)
+    changes nothing; a whole listing that started before the word does not bring the
+    node back, one that started after it is believed."""
+    Fleet(monkeypatch, HOSTS[:1])
+    CONF.set_override("full_pass_every", 4, group="rp_reporter")
+    try:
+        driver = Fleet.driver("ours")
+    finally:
+        CONF.clear_override("full_pass_every", group="rp_reporter")
+    clock = [0.0]
+    listing = driver._listing
+    listing.clock = lambda: clock[0]
+    listing._in_background = lambda work: work()
+
+    def refresh():
+        for name, group, value in (("host", None, HOSTS[0]), ("shard", "ironic", ironic.shard)):
+            CONF.set_override(name, value, group=group)
+        try:
+            driver._refresh_cache()
+        finally:
+            CONF.clear_override("host")
+            CONF.clear_override("shard", group="ironic")
+        return set(driver.node_cache)
+
+    kept, deleted = ironic.create_many(2)
+    assert refresh() == {kept, deleted}
+    listed = list(driver.node_cache.values())
+
+    def whole_listing(started):
+        """A whole listing that started at ``started`` and held both nodes."""
+        whole = node_listing.WholeListing(started)
+        whole.nodes = listed
+        return whole
+    assert not listing.deleted(kept)  # Ironic holds it: the word is not believed
+    ironic.delete(deleted)
+    assert listing.deleted(deleted) and not listing.deleted(deleted)  # once
+    assert refresh() == {kept}
+    assert driver.is_node_deleted(deleted) and not driver.is_node_deleted(kept)
+    listing._take(whole_listing(clock[0] - 1))  # started before the word: it stays out
+    assert refresh() == {kept}
+    clock[0] += 1
+    listing._take(whole_listing(clock[0]))  # after it: the fleet is what it lists
+    assert deleted in refresh()
 
 
 def test_update_provider_tree_matches_the_agents_model(real_ironic, ironic, monkeypatch):

@@ -26,6 +26,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -60,9 +61,14 @@ def nova_compute(request, stack, shard, tmp_path, nova_bin):
     """Start nova-conductor and nova-compute (our driver, with the test's ``[rp_reporter]``
     options from ``@pytest.mark.parametrize("nova_compute", [{...}], indirect=True)``, and
     nova's debug lines where they hold ``"debug": True``, its update_resources_interval
-    ``"interval"``, 10 s by default, ``"ironic"``: more ``[ironic]`` options); yield them
-    (``NovaServices``)."""
+    ``"interval"``, 10 s by default, ``"ironic"``: more ``[ironic]`` options,
+    ``"notifications"``: a ``config_file`` naming the stack's bus, which Ironic's
+    notifications arrive on); yield them (``NovaServices``)."""
     options = dict(getattr(request, "param", {}))
+    if options.pop("notifications", False):
+        reporter_conf = tmp_path / "rp_reporter.conf"
+        reporter_conf.write_text(ini({"notifications": {"transport_url": stack.transport_url}}))
+        options["config_file"] = reporter_conf
     debug = str(options.pop("debug", False)).lower()
     interval = options.pop("interval", 10)
     ironic_options = options.pop("ironic", {})
@@ -263,6 +269,54 @@ def test_between_full_passes_the_periodic_goes_over_only_the_changed_node(
     assert "Deleting orphan" not in since_restart()
 
 
+@pytest.fixture
+def fleet_of_20(stack, ironic):
+    """20 nodes made before nova-compute starts (a fixture the test names first), as if
+    two minutes ago: past the listings' slack for clocks (60 s)."""
+    nodes = ironic.create_many(20)
+    ironic_service.backdate(stack, nodes, 120)
+    return nodes
+
+
+@pytest.mark.skipif(releases.current().name not in (releases.OLDEST, releases.NEWEST),
+                    reason="nova 32 and 33 run on eventlet as nova 31 does: tested on the "
+                           "oldest release and the newest (CI's time)")
+@pytest.mark.parametrize("nova_compute", [{"full_pass_every": 30, "interval": 5,
+                                           "notifications": True, "debug": True}],
+                         indirect=True)
+def test_a_node_deleted_while_not_due_leaves_at_the_next_periodic(
+        fleet_of_20, nova_compute, ironic, placement):
+    """Where the bus Ironic notifies on is configured, a node deleted in Ironic while it
+    is not due leaves nova's node cache at the next refresh: nova's orphan handling
+    deletes its compute node record and provider within a periodic or two, as stock
+    nova's listing would.  The node deleted is the one nova looked at last: without the
+    notification it would wait for its age, or for its turn as the node handed to nova
+    when none is due (about 19 periodics among 20 nodes), or for the next whole listing
+    (a full pass is 150 s here).  The nodes are older than the listings' slack, so each
+    refresh lists what changed (nothing), not the whole fleet."""
+    nodes = fleet_of_20
+    log = nova_compute.log
+    database = log.parent / "nova.db"
+    wait_for(lambda: all(map(placement.provider, nodes)), 120, "the nodes reported by nova")
+    wait_for(lambda: "listening for Ironic's notifications of deleted nodes" in
+             log.read_text(), 30, "the driver's listener")
+    periodics = len(PERIODIC.findall(log.read_text()))
+    wait_for(lambda: len(PERIODIC.findall(log.read_text())) >= periodics + 2, 60,
+             "two periodics between full passes")
+    before = len(log.read_text())
+    deleted = LOOKED_AT.findall(log.read_text())[-1]  # nova's last look
+    ironic.delete(deleted)
+    deleted_at = time.monotonic()
+    wait_for(lambda: not placement.provider(deleted), 30,
+             "the deleted node's provider deleted by nova's orphan handling")
+    took = time.monotonic() - deleted_at
+    text = log.read_text()[before:]
+    assert f"node {deleted} deleted in Ironic (its notification" in text, text[-3000:]
+    assert WHOLE_LISTING not in text and took < 15, took  # within three periodics
+    assert set(compute_records(database)) == set(nodes) - {deleted}
+
+
+LOOKED_AT = re.compile(r"Hypervisor/Node resource view: name=([0-9a-f-]{36})")
 WHOLE_LISTING = "nova's node refresh: the whole fleet listed"
 PERIODIC_START = "resource tracker periodic: "  # logged as the driver answers nova's periodic
 

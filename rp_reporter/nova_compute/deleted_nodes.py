@@ -1,0 +1,56 @@
+# Licensed under the Apache License, Version 2.0 (the "License"); you may
+# not use this file except in compliance with the License. You may obtain
+# a copy of the License at
+#
+#      http://www.apache.org/licenses/LICENSE-2.0
+#
+# Unless required by applicable law or agreed to in writing, software
+# distributed under the License is distributed on an "AS IS" BASIS, WITHOUT
+# WARRANTIES OR CONDITIONS OF ANY KIND, either express or implied. See the
+# License for the specific language governing permissions and limitations
+# under the License.
+
+"""Ironic's notifications of deleted nodes, for nova's node refresh listing what changed.
+
+A listing of the nodes written since cannot see a node deleted: without a word from
+Ironic, a deleted node stays in nova's cache (its compute node record and provider
+kept) until the next whole listing, up to a full pass, where stock nova's listing drops
+it at its next periodic.  Where rp_reporter's configuration (``[rp_reporter]
+config_file``) names the bus Ironic notifies on (its ``[notifications]``, as the agents
+read it), each nova-compute listens for ``baremetal.node.delete.end`` in a pool of its
+own (``rp_reporter.nova-compute.<host>``: every service gets every message, beside an
+agent's pool on the same host) and hands the node to ``NodeListing.deleted``, which
+reads Ironic before it believes the word.
+"""
+
+import logging
+
+import oslo_messaging
+
+from rp_reporter import conf as rp_conf
+
+LOG = logging.getLogger(__name__)
+DELETE = "baremetal.node.delete.end"
+
+
+def listen(conf, host, listing):
+    """The started listener of ``conf``'s bus for ``listing`` (a NodeListing), or None
+    where ``conf`` names no bus."""
+    if not rp_conf.bus_url(conf):
+        return None
+    from rp_reporter.sync import events  # only now: oslo.messaging's listener is heavy
+
+    def on_node(uuid, event_type, sent_at):
+        try:
+            listing.deleted(uuid)
+        except Exception:  # noqa: BLE001 - the next whole listing tells all the same
+            LOG.exception("node %s: Ironic's notification of its delete not taken (the next "
+                          "whole listing drops it)", uuid)
+
+    endpoint = events.NotificationEndpoint(on_node)
+    endpoint.filter_rule = oslo_messaging.NotificationFilter(
+        event_type=r"^baremetal\.node\.delete\.end$")
+    server = events.listener(conf, endpoint, pool=f"rp_reporter.nova-compute.{host}")
+    LOG.info("listening for Ironic's notifications of deleted nodes on topic %s: a node "
+             "deleted leaves nova's node cache at the next refresh", conf.notifications.topic)
+    return server
