@@ -211,11 +211,14 @@ class NodeListing:
         """Those of ``uuids`` Ironic holds in nova's scope now (its shard and conductor
         group, as its last refresh asked), or None if Ironic fails to answer; the others
         (deleted, or moved to another shard or conductor group) leave the fleet now.
-        Ironic's node list has no filter by uuid: fewer nodes than a whole listing has
-        pages are read one by one, more by one listing of the scope's uuids alone."""
+        Ironic's node list has no filter by uuid: as many nodes as a whole listing has
+        pages, or fewer, are read one by one, more by one listing of the scope's uuids
+        alone (at a tie as many requests either way, the reads far smaller: the node a
+        quiet periodic checks, in a scope of one page, is one read of the node, not a
+        listing of every uuid of the scope)."""
         with self._lock:
             filters, now = dict(self._filters), self.clock()
-            by_listing = len(uuids) >= self._whole_pages
+            by_listing = len(uuids) > self._whole_pages
         try:
             if by_listing:
                 held = set(uuids) & set(self._pages(

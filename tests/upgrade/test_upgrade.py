@@ -169,8 +169,9 @@ def test_a_service_stopped_without_its_hold_is_seen_moved(up):
     """The checks see what the upgrade's hold prevents: a nova-compute killed with
     neither disable nor hold is fenced by another and its servers re-homed, which the
     step finds in the mover's own log and in the servers' homes (kept in the results
-    apart from the upgrade's steps)."""
-    host = HOSTS[0]
+    apart from the upgrade's steps).  The last host's: its log comes last, after the
+    movers' (the old reading kept the tail of the logs joined)."""
+    host = HOSTS[-1]
     servers = up.on(host)
     with up.step(f"{host} killed without its hold"):
         up.stack.service(f"nova-compute-{host}").signal(signal.SIGKILL)

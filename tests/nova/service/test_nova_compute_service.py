@@ -150,17 +150,11 @@ class NovaServices:
             proc.wait()
 
 
-@pytest.mark.skipif(releases.current().name == "2025.1",
-                    reason="on 2025.1 test_install makes the same check from nova's own "
-                           "virtualenv with the driver installed as the README says")
-def test_nova_compute_loads_the_driver_and_reports_the_nodes_through_it(
-        nova_compute, ironic, placement):
-    loads_the_driver_and_reports_the_nodes(nova_compute, ironic, placement)
-
-
 def loads_the_driver_and_reports_the_nodes(nova_compute, ironic, placement):
     """nova-compute loaded ``compute_driver = rp_reporter.IronicDriver`` through nova's own
-    loader, and its resource tracker reports each node through the driver."""
+    loader, and its resource tracker reports each node through the driver (test_install
+    makes this check on every release, from nova's own virtualenv with the driver
+    installed as the README says)."""
     available = ironic.create(resource_class="baremetal-gold")
     maintenance = ironic.create(resource_class="baremetal-gold", maintenance=True)
     log = nova_compute.log
