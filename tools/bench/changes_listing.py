@@ -27,8 +27,8 @@ kind the run measures (MariaDB by default):
 
 * ``--nodes`` nodes, the first TEMPLATES through Ironic's API and made available, the
   rest copies of their rows (``common.copy_nodes``); none of this is measured;
-* the phases of ``--phases`` one after another, each a full pass and more (``--intervals``,
-  at least ``--full-pass-every`` + 1 intervals: the nodes fall due for their age and are
+* the phases of ``--phases`` one after another, each a full pass and more (``--intervals``
+  periodics, at least ``--full-pass-every`` + 1: the nodes fall due for their age and are
   checked) and until its writes are over: quiet (nothing written), deploy (every node,
   or ``--busy`` of them, deployed eight at a time: its instance set, then provision state
   active) and cleaning (the same nodes undeployed with automated cleaning on, eight at a
@@ -80,7 +80,7 @@ def add_arguments(parser):
     parser.add_argument("--full-pass-every", type=int, default=10,
                         help="[rp_reporter] full_pass_every (the guide's recommendation)")
     parser.add_argument("--intervals", type=int, default=0,
-                        help="the shortest phase, in intervals (at least a full pass and one)")
+                        help="the shortest phase, in periodics (at least a full pass and one)")
     parser.add_argument("--busy", type=int,
                         help="how many nodes the deploy and the cleaning take (default: all)")
     parser.add_argument("--phases", default=",".join(PHASES),
@@ -240,7 +240,7 @@ def run(args):
     from rp_reporter import fleet_listing
     stack = common.new_stack()
     phases = [phase for phase in PHASES if phase in args.phases.split(",")]
-    shortest = max(args.intervals, args.full_pass_every + 1) * args.interval
+    shortest = max(args.intervals, args.full_pass_every + 1)  # periodics a phase
     try:
         common.start(stack, ["rabbitmq", "ironic"])
         ironic = clients.Ironic(stack.ironic_url, "changes-listing")
@@ -263,9 +263,9 @@ def run(args):
         for phase in phases:
             operation = {"deploy": deploy, "cleaning": clean}.get(phase)
             work = operation and work_on(ironic, busy, operation, heartbeats)
-            started = time.monotonic()
-            while (time.monotonic() - started < shortest
-                   or (work and not (work.done() and heartbeats.done()))):
+            periodics = 0
+            while periodics < shortest or (work and not (work.done() and heartbeats.done())):
+                periodics += 1
                 time.sleep(args.interval)
                 rows.append({"phase": phase, **periodic(ours, drivers, stock)})
                 print(phase, rows[-1], flush=True)

@@ -900,6 +900,28 @@ def test_conductor_group_deployment_with_peer_lists(real_ironic, stack, ironic, 
             Fleet.owned(Fleet.driver(kind), "elsewhere", ironic=config)
 
 
+def listing_driver(kind="ours"):
+    """A driver of ``kind`` with full_pass_every 4 (ours lists what changed)."""
+    CONF.set_override("full_pass_every", 4, group="rp_reporter")
+    try:
+        return Fleet.driver(kind)
+    finally:
+        CONF.clear_override("full_pass_every", group="rp_reporter")
+
+
+def refreshed(driver, shard):
+    """nova's node refresh of ``driver`` (host HOSTS[0], [ironic] shard ``shard``); its
+    node cache."""
+    for name, group, value in (("host", None, HOSTS[0]), ("shard", "ironic", shard)):
+        CONF.set_override(name, value, group=group)
+    try:
+        driver._refresh_cache()
+    finally:
+        CONF.clear_override("host")
+        CONF.clear_override("shard", group="ironic")
+    return driver.node_cache
+
+
 def test_the_fleet_listed_where_it_changed_is_what_novas_own_listing_gives(
         real_ironic, ironic, monkeypatch):
     """With full_pass_every above 1, nova's node refresh lists the whole fleet at the
@@ -909,11 +931,7 @@ def test_the_fleet_listed_where_it_changed_is_what_novas_own_listing_gives(
     leaves once the scope's uuids are listed (``in_scope``, before nova's periodic looks
     at a node no listing held since its last look) or at the next whole listing."""
     Fleet(monkeypatch, HOSTS[:1])
-    CONF.set_override("full_pass_every", 4, group="rp_reporter")
-    try:
-        drivers = {kind: Fleet.driver(kind) for kind in CLASSES}
-    finally:
-        CONF.clear_override("full_pass_every", group="rp_reporter")
+    drivers = {kind: listing_driver(kind) for kind in CLASSES}
     clock = [0.0]
     drivers["ours"]._listing.clock = lambda: clock[0]
     drivers["ours"]._listing._in_background = lambda work: work()  # a due one at once
@@ -923,16 +941,8 @@ def test_the_fleet_listed_where_it_changed_is_what_novas_own_listing_gives(
         """Each driver's node cache after a node refresh: {uuid: nova's fields}."""
         found = {}
         for kind, driver in drivers.items():
-            for name, group, value in (("host", None, HOSTS[0]),
-                                       ("shard", "ironic", ironic.shard)):
-                CONF.set_override(name, value, group=group)
-            try:
-                driver._refresh_cache()
-            finally:
-                CONF.clear_override("host")
-                CONF.clear_override("shard", group="ironic")
             found[kind] = {uuid_: periodic.fingerprint(node)
-                           for uuid_, node in driver.node_cache.items()}
+                           for uuid_, node in refreshed(driver, ironic.shard).items()}
         return found
 
     nodes = ironic.create_many(4)
@@ -974,11 +984,7 @@ def test_a_page_whose_marker_was_deleted_meanwhile_is_read_from_the_node_before(
     node listed once."""
     Fleet(monkeypatch, HOSTS[:1])
     nodes = ironic.create_many(25, state="enroll")
-    CONF.set_override("full_pass_every", 4, group="rp_reporter")  # the driver's listing
-    try:
-        listing = Fleet.driver("ours")._listing
-    finally:
-        CONF.clear_override("full_pass_every", group="rp_reporter")
+    listing = listing_driver()._listing
     pages = listing._pages({"shard": ironic.shard, "fields": "uuid"}, 10, "full", [],
                            build=lambda raw: raw["uuid"])
     read = [next(pages) for _ in range(10)]
@@ -997,25 +1003,14 @@ def test_a_word_of_a_delete_is_checked_in_ironic_and_outlives_an_earlier_listing
     changes nothing; a whole listing that started before the word does not bring the
     node back, one that started after it is believed."""
     Fleet(monkeypatch, HOSTS[:1])
-    CONF.set_override("full_pass_every", 4, group="rp_reporter")
-    try:
-        driver = Fleet.driver("ours")
-    finally:
-        CONF.clear_override("full_pass_every", group="rp_reporter")
+    driver = listing_driver()
     clock = [0.0]
     listing = driver._listing
     listing.clock = lambda: clock[0]
     listing._in_background = lambda work: work()
 
     def refresh():
-        for name, group, value in (("host", None, HOSTS[0]), ("shard", "ironic", ironic.shard)):
-            CONF.set_override(name, value, group=group)
-        try:
-            driver._refresh_cache()
-        finally:
-            CONF.clear_override("host")
-            CONF.clear_override("shard", group="ironic")
-        return set(driver.node_cache)
+        return set(refreshed(driver, ironic.shard))
 
     kept, deleted = ironic.create_many(2)
     assert refresh() == {kept, deleted}
