@@ -165,6 +165,29 @@ def test_online_migrations_and_novas_own_check(up):
     assert code in (0, 1), output  # 1: a warning nova-status itself lets pass
 
 
+def test_the_checks_see_a_refused_boot_a_failed_one_and_a_node_unoffered(up):
+    """What kept_everything asserts absent, staged once and seen: a boot the API
+    refuses (a flavor that does not exist), one that ends in ERROR (a flavor of a class
+    no node has: no valid host), and a free node unoffered past UNSCHEDULABLE_BOUND (an
+    allocation of nobody's on its provider, then removed); kept in the results apart
+    from the upgrade's steps."""
+    flavor = up.nova.flavor("bm-upgrade-nowhere", "CUSTOM_BAREMETAL_NOWHERE")
+    up.loop = loop = BootLoop(up, ["no-such-flavor", flavor])
+    with up.step("staged: a boot refused, a boot failed, a node unoffered"):
+        node = sorted(up.sampler.free - up.sampler.resting)[0]
+        consumer = up.placement.allocate(node, up.resource_class)
+        wait_for(lambda: loop.refused and loop.failed, SETTLE, "a refusal and a failure")
+        wait_for(lambda: up.sampler.longest > UNSCHEDULABLE_BOUND, 2 * UNSCHEDULABLE_BOUND,
+                 "the node unoffered past the bound")
+        up.placement.deallocate(consumer)
+        loop.stop()
+    entry = up.steps.pop()
+    up.results["checks_seen"] = entry
+    assert entry["boots_refused"] and entry["boots_failed"], entry
+    assert entry["longest_unschedulable_node"] == node, entry
+    assert entry["longest_unschedulable_s"] > UNSCHEDULABLE_BOUND, entry
+
+
 def test_a_service_stopped_without_its_hold_is_seen_moved(up):
     """The checks see what the upgrade's hold prevents: a nova-compute killed with
     neither disable nor hold is fenced by another and its servers re-homed, which the

@@ -82,8 +82,10 @@ class BootLoop:
     each with the API's answer or nova's own reason, under the step it fell in; the
     user's reads go on through restarts (they are not the boot's)."""
 
-    def __init__(self, up):
+    def __init__(self, up, flavors=None):
+        """``flavors``: booted in turn (the upgrade's own by default)."""
         self.up, self.failed, self.refused, self.done = up, [], [], 0
+        self.flavors = flavors or [up.flavor]
         # its own session (see Sampler), booting the suite's image
         self.nova = clients.Nova(up.stack, image_name=glance.IMAGE_NAME)
         self._stop = threading.Event()
@@ -111,7 +113,8 @@ class BootLoop:
             count += 1
             step = self.up.current
             try:
-                server = self.nova.boot(f"loop-{count}", self.up.flavor)
+                server = self.nova.boot(f"loop-{count}",
+                                        self.flavors[count % len(self.flavors)])
             except OSError:  # no answer (nova-api restarting): sent again, as the
                 self._stop.wait(1)  # user's client does (keystoneauth's connect_retries)
                 continue
