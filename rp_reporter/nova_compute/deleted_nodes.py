@@ -24,6 +24,7 @@ reads Ironic before it believes the word.
 """
 
 import logging
+import threading
 
 import oslo_messaging
 
@@ -33,9 +34,35 @@ LOG = logging.getLogger(__name__)
 DELETE = "baremetal.node.delete.end"
 
 
+class Listener:
+    """The listener, started on a thread of its own: oslo.messaging's start waits for
+    the bus, and nova-compute's start must not (a bus down costs the notifications
+    only: the next whole listing drops a deleted node all the same)."""
+
+    def __init__(self, start):
+        self.server = None
+        self._stopped = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(start,),
+                                        name="rp_reporter-deleted-nodes", daemon=True)
+        self._thread.start()
+
+    def _run(self, start):
+        server = start()
+        self.server = server
+        if self._stopped.is_set():  # stopped while it waited for the bus
+            self.stop()
+
+    def stop(self):
+        self._stopped.set()
+        server, self.server = self.server, None
+        if server is not None:
+            server.stop()
+            server.wait()
+
+
 def listen(conf, host, listing):
-    """The started listener of ``conf``'s bus for ``listing`` (a NodeListing), or None
-    where ``conf`` names no bus."""
+    """A Listener of ``conf``'s bus for ``listing`` (a NodeListing), or None where
+    ``conf`` names no bus."""
     if not rp_conf.bus_url(conf):
         return None
     from rp_reporter.sync import events  # only now: oslo.messaging's listener is heavy
@@ -50,7 +77,10 @@ def listen(conf, host, listing):
     endpoint = events.NotificationEndpoint(on_node)
     endpoint.filter_rule = oslo_messaging.NotificationFilter(
         event_type=r"^baremetal\.node\.delete\.end$")
-    server = events.listener(conf, endpoint, pool=f"rp_reporter.nova-compute.{host}")
-    LOG.info("listening for Ironic's notifications of deleted nodes on topic %s: a node "
-             "deleted leaves nova's node cache at the next refresh", conf.notifications.topic)
-    return server
+    def start():
+        server = events.listener(conf, endpoint, pool=f"rp_reporter.nova-compute.{host}")
+        LOG.info("listening for Ironic's notifications of deleted nodes on topic %s: a "
+                 "node deleted leaves nova's node cache at the next refresh",
+                 conf.notifications.topic)
+        return server
+    return Listener(start)

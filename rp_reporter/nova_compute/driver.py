@@ -123,7 +123,6 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
         listener, self._deletes = self._deletes, None
         if listener is not None:
             listener.stop()
-            listener.wait()
         super().cleanup_host(host)
 
     def _fence_check(self, what):

@@ -45,11 +45,13 @@ from nova.virt.ironic import ironic_states
 from openstack import exceptions as sdk_exc
 from openstack.baremetal.v1 import node as sdk_node
 
+from rp_reporter import conf as rp_conf
 from rp_reporter import group_record
 from rp_reporter import membership
 from rp_reporter import model
 from rp_reporter import nova_compute
 from rp_reporter import rehoming
+from rp_reporter.nova_compute import deleted_nodes
 from rp_reporter.nova_compute import guard
 from rp_reporter.nova_compute import node_listing
 from rp_reporter.nova_compute import periodic
@@ -58,6 +60,7 @@ from rp_reporter.nova_compute import recovery
 from rp_reporter.nova_compute import rehome
 from rp_reporter.sync import plan as planner
 from tools import clients
+from tools import localstack
 from tools.bench import nova_scale
 
 CONF = nova.conf.CONF
@@ -1031,6 +1034,22 @@ def test_a_word_of_a_delete_is_checked_in_ironic_and_outlives_an_earlier_listing
     clock[0] += 1
     listing._take(whole_listing(clock[0]))  # after it: the fleet is what it lists
     assert deleted in refresh()
+
+
+def test_the_listener_of_deleted_nodes_never_holds_up_the_service_start(tmp_path):
+    """oslo.messaging's listener waits for its bus at its start: with the bus down, the
+    driver's listener of deleted nodes is started on a thread of its own, so
+    nova-compute's ``init_host`` goes on at once, and its stop returns."""
+    conf_file = tmp_path / "rp_reporter.conf"
+    conf_file.write_text("[notifications]\ntransport_url = rabbit://guest:guest@127.0.0.1:"
+                         f"{localstack.free_port()}/\n")
+    began = time.monotonic()
+    listener = deleted_nodes.listen(rp_conf.load(["--config-file", str(conf_file)]),
+                                    "a-host", listing=None)
+    assert listener is not None and time.monotonic() - began < 2
+    assert listener.server is None  # still waiting for the bus
+    listener.stop()
+    assert deleted_nodes.listen(rp_conf.load([]), "a-host", listing=None) is None  # no bus
 
 
 def test_update_provider_tree_matches_the_agents_model(real_ironic, ironic, monkeypatch):
