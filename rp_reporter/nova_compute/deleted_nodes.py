@@ -77,6 +77,7 @@ def listen(conf, host, listing):
     endpoint = events.NotificationEndpoint(on_node)
     endpoint.filter_rule = oslo_messaging.NotificationFilter(
         event_type=r"^baremetal\.node\.delete\.end$")
+
     def start():
         server = events.listener(conf, endpoint, pool=f"rp_reporter.nova-compute.{host}")
         LOG.info("listening for Ironic's notifications of deleted nodes on topic %s: a "

@@ -239,26 +239,26 @@ class Upgrade:
                                 if h == host} if disabled else set()
 
     def allocations_not_on_node(self, servers):
-        """Servers of ``servers`` whose allocation in Placement is not one unit of the
-        fleet's class on their own node's provider (nova's node uuid is its provider's)."""
-        def on_node(server):
-            node = self.nova.server(server)["OS-EXT-SRV-ATTR:hypervisor_hostname"]
-            return self.placement.allocations(server) == {node: {self.resource_class: 1}}
-        return sum(not on_node(server) for server in servers)
+        """Servers of ``servers`` (``servers()``) whose allocation in Placement is not one
+        unit of the fleet's class on their own node's provider (nova's node uuid is its
+        provider's)."""
+        return sum(self.placement.allocations(server) != {node: {self.resource_class: 1}}
+                   for server, (_, _, _, node) in servers.items())
 
     def servers(self):
-        """{server: (status, task_state, host)} of the servers the baseline holds."""
+        """{server: (status, task_state, host, node)} of the servers the baseline holds."""
         found = {}
         for server in self.homes:
             got = self.nova.server(server)
             if got:
                 found[server] = (got["status"], got["OS-EXT-STS:task_state"],
-                                 got["OS-EXT-SRV-ATTR:host"])
+                                 got["OS-EXT-SRV-ATTR:host"],
+                                 got["OS-EXT-SRV-ATTR:hypervisor_hostname"])
         return found
 
     def on(self, host):
         """The baseline's live servers on ``host`` now."""
-        return sorted(s for s, (_, _, h) in self.servers().items() if h == host)
+        return sorted(s for s, (_, _, h, _) in self.servers().items() if h == host)
 
     def _log(self, host):
         return pathlib.Path(self.stack.workdir, f"nova-compute-{host}.log")
@@ -292,7 +292,7 @@ class Upgrade:
         self.deleted |= {server for kind, server, _ in asked if kind == "delete"}
         lost_actions = self.settle(asked)
         servers = self.servers()
-        for server, (_, _, host) in servers.items():
+        for server, (_, _, host, _) in servers.items():
             if host != self.homes[server][-1]:
                 self.homes[server].append(host)
         live = set(self.ha.records(self.nodes))
@@ -303,7 +303,7 @@ class Upgrade:
                                 for s in self.homes if s not in self.deleted),
             "moved": sum(len(h) > 1 for h in self.homes.values()),
             "moved_twice": sum(len(h) > 2 for h in self.homes.values()),
-            "stuck_task_states": sum(bool(task) for _, task, _ in servers.values()),
+            "stuck_task_states": sum(bool(task) for _, task, _, _ in servers.values()),
             "records_deleted": (self.ha.deleted_records(self.nodes) - deleted_before
                                 + len(set(self.nodes) - live)),
             "providers_deleted": self.ha.deleted_providers(self.nodes) - deletes_before + sum(
@@ -337,7 +337,7 @@ class Upgrade:
         asked action is carried out; the actions that were not."""
         def rested():
             return all(status == "ACTIVE" and not task
-                       for status, task, _ in self.servers().values()) and all(
+                       for status, task, _, _ in self.servers().values()) and all(
                 self.carried_out(*action) for action in asked)
         with contextlib.suppress(NotSeen):
             wait_for(rested, SETTLE, "the step's servers at rest, its actions done",

@@ -204,7 +204,8 @@ class Heartbeats:
 
     def _beat(self, node):
         self.ironic.patch(node, extra={"agent_last_heartbeat": time.time()})
-        self.sent += 1
+        with self._lock:  # four writers
+            self.sent += 1
 
     def _run(self):
         while not self._stop.wait(0.2):
@@ -272,14 +273,15 @@ def run(args):
             if work:
                 work.result()
         heartbeats.stop()
+        phases_summary = summary(rows)
         results = {"nodes": args.nodes, "busy": len(busy), "interval_s": args.interval,
                    "full_pass_every": args.full_pass_every,
                    "heartbeat_timeout_s": args.heartbeat_timeout,
                    "in_ramdisk_s": args.in_ramdisk, "heartbeats": heartbeats.sent,
                    "database": common.DATABASE, "load": common.load(),
                    "requests_per_periodic": {phase: figures["ours_requests_mean"] for
-                                             phase, figures in summary(rows).items()},
-                   "phases": summary(rows), "periodics": rows}
+                                             phase, figures in phases_summary.items()},
+                   "phases": phases_summary, "periodics": rows}
         common.save(results, "changes-listing" + ("" if args.nodes == 1000
                                                   else f"-{args.nodes}"))
         return results

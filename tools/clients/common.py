@@ -107,9 +107,16 @@ def repeatable():
 
 
 def call(http, method, url, expect, landed=None, slots=None, **kw):
-    """One request; a sqlite "database is locked" 500 (concurrent writers on the
-    local stack's sqlite) is tried again a few times, as is keystonemiddleware's 503 for
-    a Keystone too busy to validate the token (the request never reached the service).
+    """``respond``'s answer, decoded (None for none)."""
+    resp = respond(http, method, url, expect, landed, slots, **kw)
+    return resp.json() if resp is not None and resp.content else None
+
+
+def respond(http, method, url, expect, landed=None, slots=None, **kw):
+    """One request, its response (None for a write that had landed, below); a sqlite
+    "database is locked" 500 (concurrent writers on the local stack's sqlite) is tried
+    again a few times, as is keystonemiddleware's 503 for a Keystone too busy to
+    validate the token (the request never reached the service).
 
     A write whose connection broke before any answer may or may not have landed: it is
     sent once more only when ``landed()`` (a fresh read of what it writes) says it did
@@ -131,4 +138,4 @@ def call(http, method, url, expect, landed=None, slots=None, **kw):
             break
         time.sleep(min(0.05 * (attempt + 1), 0.5))
     assert resp.status_code in expect, f"{method} {url}: {resp.status_code} {resp.text}"
-    return resp.json() if resp.content else None
+    return resp

@@ -41,6 +41,9 @@ class Nova:
     def _call(self, method, path, expect=(200, 201, 202, 204), **kw):
         return common.call(self.http, method, self.url + path, expect, **kw)
 
+    def _respond(self, method, path, expect, **kw):
+        return common.respond(self.http, method, self.url + path, expect, **kw)
+
     # -- flavors ---------------------------------------------------------------
     def flavor(self, name, resource_class, extra_specs=None, projects=None, disk=0):
         """A flavor asking for one unit of ``resource_class`` (a normalized CUSTOM_ name)
@@ -92,19 +95,16 @@ class Nova:
 
     def reboot(self, server):
         """A hard reboot asked; the request's id (its instance action's)."""
-        resp = self.http.post(f"{self.url}/servers/{server}/action",
-                              json={"reboot": {"type": "HARD"}}, timeout=30)
-        assert resp.status_code == 202, f"reboot {server}: {resp.status_code} {resp.text}"
-        return resp.headers["x-openstack-request-id"]
+        return self._respond("POST", f"/servers/{server}/action", (202,),
+                             json={"reboot": {"type": "HARD"}}).headers["x-openstack-request-id"]
 
     def action(self, server, request):
         """The instance action of ``request`` (an id the API answered with): its name
         and {event: result}; None when nova recorded no action for it."""
-        resp = self.http.get(f"{self.url}/servers/{server}/os-instance-actions/{request}",
-                             timeout=30)
+        resp = self._respond("GET", f"/servers/{server}/os-instance-actions/{request}",
+                             (200, 404))
         if resp.status_code == 404:
             return None
-        assert resp.status_code == 200, f"GET action {request}: {resp.status_code} {resp.text}"
         found = resp.json()["instanceAction"]
         return found["action"], {e["event"]: e.get("result") for e in found.get("events", [])}
 
@@ -156,9 +156,8 @@ class Nova:
 
     def delete(self, server):
         """Delete the server (gone already: nothing); the request's id."""
-        resp = self.http.delete(f"{self.url}/servers/{server}", timeout=30)
-        assert resp.status_code in (204, 404), f"delete {server}: {resp.status_code} {resp.text}"
-        return resp.headers.get("x-openstack-request-id")
+        return self._respond("DELETE", f"/servers/{server}", (204, 404)).headers.get(
+            "x-openstack-request-id")
 
     def wait_gone(self, server, timeout=120):
         wait_for(lambda: self.server(server) is None, timeout, f"server {server} gone",

@@ -21,20 +21,18 @@ shadowed by the working directory, runs other code than its caller meant.
   ``PYTHONPATH`` (``imports_env``).
 """
 
+import importlib.metadata
 import json
 import os
 import pathlib
 import re
 
 from tools.localstack import releases
+from tools.localstack import upper_constraints
 
 IMPORTS_SITE = str(pathlib.Path(__file__).with_name("imports_site"))
 IMPORTS_DIR = "RP_TEST_IMPORTS_DIR"  # the directory it writes <pid>.json to
 SITE_PACKAGES = re.compile(r"(/\S+/site-packages)/")
-
-
-def _normal(name):
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _family(pid):
@@ -67,12 +65,9 @@ def site_packages(pid):
 
 def installed(site, distribution):
     """The version of ``distribution`` installed in ``site``, or None."""
-    wanted = _normal(distribution)
-    for entry in os.listdir(site):
-        name, _, version = entry.removesuffix(".dist-info").rpartition("-")
-        if entry.endswith(".dist-info") and _normal(name) == wanted:
-            return version
-    return None
+    wanted = upper_constraints.canonical(distribution)
+    return next((found.version for found in importlib.metadata.distributions(path=[site])
+                 if upper_constraints.canonical(found.metadata["Name"]) == wanted), None)
 
 
 def release(pid, distribution):
