@@ -12,10 +12,6 @@
 
 """rp_reporter: keeps Placement's picture of Ironic's bare-metal nodes right and fresh."""
 
-# The one place the version is written: setup.cfg reads it (attr:), and so do
-# `rp-reporter --version` and `rp-reporter-agent --version`.
-__version__ = "0.1.0"
-
 import warnings
 
 # tooz and oslo.messaging import eventlet (through futurist and oslo.service),

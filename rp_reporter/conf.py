@@ -23,8 +23,8 @@ from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
 from oslo_config import cfg
 
-import rp_reporter
 from rp_reporter import log as rp_log
+from rp_reporter import version
 
 CONF = cfg.CONF
 
@@ -194,7 +194,7 @@ TENANCY_OPTS = [
                      "and a node nobody claims carries the Ironic trait "
                      "CUSTOM_BAREMETAL_PUBLIC. Needs nova's [scheduler] "
                      "limit_tenants_to_placement_aggregate = True and flavors that require "
-                     "or forbid the trait (doc/operator-guide.md, tenancy)."),
+                     "or forbid the trait (doc/source/admin/tenancy.md)."),
     cfg.StrOpt("rule", default="lessee_else_owner",
                choices=[("lessee_else_owner", "the lessee where there is one, else the owner"),
                         ("owner_or_lessee", "both, as Ironic's own API allows")],
@@ -267,7 +267,6 @@ def _ksa_opts(service_type):
 def list_opts():
     """All options by group, for oslo-config-generator."""
     groups = {"DEFAULT" if g is None else g: list(opts) for g, opts in GROUP_OPTS.items()}
-    groups["DEFAULT"] += rp_log.list_opts()
     for group, service_type in ALL_KSA_SERVICE_TYPES.items():
         groups.setdefault(group, [])
         groups[group] += _ksa_opts(service_type)
@@ -278,7 +277,7 @@ def load(argv, conf=None):
     """Parse argv (``--config-file`` and friends) into a fresh ConfigOpts."""
     conf = conf or cfg.ConfigOpts()
     register_opts(conf)
-    conf(argv, project="rp_reporter", version=rp_reporter.__version__)
+    conf(argv, project="rp_reporter", version=version.version_info.version_string())
     return conf
 
 

@@ -34,7 +34,7 @@ FAILED = "failed"  # any other refusal of one request (a 400, a 409): that call 
 SERVICE_NAMES = {"ironic": "Ironic", "placement": "Placement", "nova": "nova"}
 
 # What each section's user needs (the least grants, shown on the project's Keystone
-# stack by tests/keystone; doc/operator-guide.md, "Behind Keystone").
+# stack by tests/keystone; doc/source/install/requirements.md, "Behind Keystone").
 GRANTS = {
     "placement": "give the [placement] user the service role in its project (as nova's "
                  "Placement user has); admin alone loses the bulk path, reader and member "

@@ -58,7 +58,7 @@ def licence_breaches(root):
 
 
 def document_breaches(root):
-    for path in [root / "README.md", *sorted((root / "doc").glob("*.md"))]:
+    for path in [root / "README.md", *sorted((root / "doc" / "source").rglob("*.md"))]:
         name = str(path.relative_to(root))
         text = path.read_text()
         if name == "README.md" and len(text.splitlines()) >= MAX_README_LINES:

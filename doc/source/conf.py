@@ -17,11 +17,12 @@ directory holds the configuration and the pages made from the code: the
 configuration reference (oslo.config's sphinxext) and the CLI reference (cliff's).
 """
 
-import rp_reporter
+from rp_reporter import version as rp_version
 
 project = "rp_reporter"
 copyright = "rp_reporter contributors"
-version = release = rp_reporter.__version__
+release = rp_version.version_info.release_string()
+version = rp_version.version_info.version_string()
 extensions = [
     "myst_parser",
     "oslo_config.sphinxext",

@@ -19,11 +19,11 @@ from cliff import app
 from cliff import commandmanager
 from oslo_config import cfg
 
-import rp_reporter
 from rp_reporter import conf as rp_conf
 from rp_reporter import errors
 from rp_reporter import log as rp_log
 from rp_reporter import traits
+from rp_reporter import version
 from rp_reporter import wiring
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -38,7 +38,7 @@ class ReporterApp(app.App):
     def __init__(self):
         super().__init__(
             description="Keep Placement's resource providers in step with Ironic's nodes.",
-            version=rp_reporter.__version__,
+            version=version.version_info.version_string(),
             command_manager=commandmanager.CommandManager("rp_reporter.cli"),
             deferred_help=True)
         self._conf = None

@@ -15,7 +15,7 @@
 The same ``model.provider()`` the agent reaches through ``desired()``, fed with
 nova's own answers (``_node_resources_unavailable``, ``_node_resources_used``,
 ``_node_resource``) and nova's ``[workarounds] skip_reserve_in_use_ironic_nodes``.
-Its deliberate differences from nova are listed in doc/operator-guide.md and in
+Its deliberate differences from nova are listed in doc/source/install/driver.md and in
 tests/nova/conformance/deliberate_differences.txt.
 """
 

@@ -21,7 +21,7 @@ only (one log line and a metric).
 Each agent listens in its own oslo.messaging listener pool, so several agents
 on one topic each get every message instead of splitting them.  A pool queue
 outlives its agent; bound it with a RabbitMQ policy on the pool-name pattern
-(see doc/operator-guide.md: expiry and max-length), and reconcile repairs what it drops.
+(see doc/source/install/agent.md: expiry and max-length), and reconcile repairs what it drops.
 """
 
 import datetime

@@ -42,7 +42,7 @@ VALUE_PROPERTIES = ("cpu_arch", "vendor")
 RANGE_PROPERTIES = ("memory_mb", "cpus", "local_gb")
 
 # The capability keys the defaults turn into traits: the ones Ironic's drivers and
-# inspection set, with small sets of values (see doc/operator-guide.md).
+# inspection set, with small sets of values (see doc/source/admin/capabilities.md).
 DEFAULT_CAPABILITY_KEYS = (
     "boot_mode",          # bios | uefi
     "boot_option",        # local | netboot | ramdisk

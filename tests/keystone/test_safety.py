@@ -14,7 +14,7 @@
 misconfiguration is one line naming its section, and the agent survives them.
 
 The identities are the stack's (tools/localstack/keystone.py IDENTITIES); the measured grants
-they stand for are in doc/operator-guide.md ("Behind Keystone").  The deletion rules of
+they stand for are in doc/source/install/requirements.md ("Behind Keystone").  The deletion rules of
 tests/functional run here again with the right credentials (a system-scoped reader
 for Ironic, the service role for Placement).
 """

@@ -10,8 +10,8 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The operator guide's migration path (section 3) on a whole nova with servers running
-(issue item 5): two nova-compute services on their own shards share one flavor, and
+"""The operator guide's migration path (doc/source/admin/moving.md) on a whole nova with
+servers running (issue item 5): two nova-compute services on their own shards share one flavor, and
 the path goes stock -> A (agents started) -> C (each service switched to rp_reporter's
 driver, one at a time) -> back (each switched back, one at a time, then the agents
 stopped).  After every step, once the restarted service has reported: every server

@@ -12,6 +12,7 @@
 
 import logging
 import os
+import re
 import ssl
 import sys
 
@@ -29,14 +30,27 @@ SAMPLE = os.path.join(ROOT, "etc", "rp_reporter", "rp_reporter.conf.sample")
     "oslo-config-generator's main() reads its own version with 3.9's importlib.metadata, "
     "which misses a wheel's normalized name (oslo_config-*.dist-info); the sample is the "
     "same on every Python"))
-def test_sample_config_is_current(tmp_path):
+@pytest.mark.parametrize("generator_conf,sample", [
+    ("rp_reporter-config-generator.conf", "rp_reporter.conf.sample"),
+    # the driver's [rp_reporter] section of nova.conf, made where nova is not installed
+    ("nova-config-generator.conf", "nova.conf.rp_reporter.sample")])
+def test_sample_config_is_current(tmp_path, generator_conf, sample):
     """Fails when an option changed and `tox -e genconfig` was not run."""
     out = tmp_path / "sample.conf"
-    generator.main(["--config-file",
-                    os.path.join(ROOT, "etc", "rp_reporter", "rp_reporter-config-generator.conf"),
+    generator.main(["--config-file", os.path.join(ROOT, "etc", "rp_reporter", generator_conf),
                     "--output-file", str(out)])
-    with open(SAMPLE) as committed:
+    with open(os.path.join(ROOT, "etc", "rp_reporter", sample)) as committed:
         assert out.read_text() == committed.read(), "run: tox -e genconfig"
+    # Each option once in its section: oslo.log's come from its own namespace, with our
+    # defaults set by the oslo.config.opts.defaults hook, not copied beside it.
+    section, seen = None, set()
+    for line in out.read_text().splitlines():
+        if line.startswith("["):
+            section = line
+        elif re.match(r"^#\w+ = ", line):
+            key = (section, line.split(" = ")[0])
+            assert key not in seen, key
+            seen.add(key)
 
 
 def test_local_stack_style_config_loads(tmp_path):

@@ -102,6 +102,13 @@ def previous_tree(workdir):
     return str(tree)
 
 
+def previous_version(tree):
+    """The version rp_reporter's previous release gives itself: the literal in its
+    package (it was built before pbr), what its ``--version`` printed."""
+    text = pathlib.Path(tree, "rp_reporter", "__init__.py").read_text()
+    return re.search(r'^__version__ = "([^"]+)"$', text, re.MULTILINE).group(1)
+
+
 def install_nova_compute(venv, release):
     """A nova-compute host's environment as an operator upgrades it: a new virtualenv,
     the release's nova under its constraints, then the driver the README's way; its bin."""
@@ -114,10 +121,11 @@ def install_nova_compute(venv, release):
                    check=True, timeout=900)
     wheels = pathlib.Path(venv, "dist")
     subprocess.run([python, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels),
-                    str(REPO)], check=True, timeout=600)
-    # with the extra of the group's backend (the guide's section 7)
+                    str(REPO), str(REPO / "shims")], check=True, timeout=600)
+    # with the extra of the group's backend (doc/source/install/driver.md), and the shim
     subprocess.run([python, "-m", "pip", "install", "-q", "-c", constraints,
-                    *(f"{wheel}[etcd3gw]" for wheel in wheels.glob("rp_reporter-*.whl"))],
+                    *(f"{wheel}[etcd3gw]" for wheel in wheels.glob("rp_reporter-*.whl")),
+                    *map(str, wheels.glob("rp_reporter_nova-*.whl"))],
                    check=True, timeout=900)
     return os.path.join(venv, "bin")
 

@@ -31,10 +31,12 @@ allocations, the user's actions and boots, and what each process runs, read from
 ``kept_everything`` asserts them.
 """
 
+import importlib.metadata
 import signal
 import time
 
 import pytest
+from packaging import version as packaging_version
 
 from tests.functional.agents import operator_cli
 from tests.upgrade.conftest import AGENTS
@@ -48,6 +50,7 @@ from tests.upgrade.conftest import SETTLE
 from tests.upgrade.conftest import TO
 from tests.upgrade.conftest import UNSCHEDULABLE_BOUND
 from tests.upgrade.conftest import install_nova_compute
+from tests.upgrade.conftest import previous_version
 from tests.upgrade.traffic import BootLoop
 from tools.localstack import releases
 from tools.localstack import upgrade
@@ -100,6 +103,11 @@ def test_rp_reporter_beside_its_previous_release(up):
     """One agent and one nova-compute replaced: the previous release's and this one's
     share the agents' group, the services' group and the bus (CI's part of the suite)."""
     up.results["previous_rp_reporter"] = PREVIOUS
+    # pbr's version of today's tree (the one the new processes run) is above the
+    # previous release's: pip, dpkg and rpm upgrade it, reno tells the two apart.
+    previous, new = previous_version(up.previous), importlib.metadata.version("rp_reporter")
+    up.results["versions"] = {"previous": previous, "new": new}
+    assert packaging_version.Version(previous) < packaging_version.Version(new)
     before = up.running()
     assert before == up.meant(before) and set(before["rp_reporter"].values()) == {
         "previous"}, before

@@ -20,7 +20,6 @@ import urllib.request
 from tools.localstack import process
 
 NAME = "etcd"
-DEBS = (("etcd-server", "/usr/bin/etcd"),)
 EXTRA_PORTS = ("etcd_peer",)
 
 

@@ -20,7 +20,6 @@ import subprocess
 from tools.localstack import process
 
 NAME = "mariadb"
-DEBS = (("mariadb-server", "/usr/sbin/mariadbd"),)
 # The services' MySQL driver, in the stack's virtualenv.
 VENV_PACKAGES = ("PyMySQL",)  # at the release's version (releases.pins)
 # Every database a stack can keep here, a user each (nova's three are nova's own:

@@ -52,7 +52,7 @@ def write_conf(stack, conf_dir, conf):
             # transaction: concurrent boots then booked one single-unit provider twice
             # (nova's driver refuses the second build: "Chosen ironic node ... is not
             # available").  With one try the conflict goes back to nova's scheduler,
-            # which claims its next host (doc/operator-guide.md, section 1).
+            # which claims its next host (doc/source/admin/topologies.md).
             f.write(f"[placement]\nallocation_conflict_retry_count = {ALLOCATION_TRIES}\n")
 
 

@@ -16,8 +16,10 @@ checks, and the stack's own virtualenv and Debian packages."""
 import configparser
 import contextlib
 import fcntl
+import functools
 import json
 import os
+import pathlib
 import shutil
 import signal
 import socket
@@ -27,6 +29,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+
+from bindep import depends
 
 from tools import wait
 from tools.localstack import releases
@@ -157,19 +161,37 @@ def install_lock():
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def install_missing(debs, venv_extras):
+@functools.cache
+def bindep():
+    """The system packages of each service: bindep.txt, a profile a service."""
+    return depends.Depends((pathlib.Path(__file__).parents[2] / "bindep.txt").read_text())
+
+
+def missing_system_packages(profiles):
+    """bindep.txt's packages of these profiles (and of this platform) not installed here."""
+    rules = bindep().active_rules(bindep().platform_profiles() + list(profiles))
+    return [name for kind, names in bindep().check_rules(rules) if kind == "missing"
+            for name in names]
+
+
+def install_missing(profiles, venv_extras):
     """Install what is not there yet (idempotent).
 
-    ``debs``: (Debian package, a path it installs), for apt-get.  ``venv_extras``:
-    (packages, a check that they are installed) to add to the stack's virtualenv,
-    whose stack_packages() are installed first (the checks run in it)."""
-    missing_debs = [pkg for pkg, path in debs if not os.path.exists(path)]
-    if missing_debs:
-        log(f"installing {' '.join(missing_debs)} with apt-get")
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
-        subprocess.run(["apt-get", "install", "-y", "-qq", *missing_debs], check=True, env=env,
-                       stdout=subprocess.DEVNULL)
+    ``profiles``: the services whose system packages (bindep.txt) must be installed,
+    with apt-get or dnf.  ``venv_extras``: (packages, a check that they are installed)
+    to add to the stack's virtualenv, whose stack_packages() are installed first (the
+    checks run in it)."""
+    missing = missing_system_packages(profiles)
+    if missing:
+        log(f"installing {' '.join(missing)} (bindep.txt)")
+        if "platform:dpkg" in bindep().platform_profiles():
+            env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+            subprocess.run(["apt-get", "update", "-qq"], check=True, env=env)
+            subprocess.run(["apt-get", "install", "-y", "-qq", *missing], check=True,
+                           env=env, stdout=subprocess.DEVNULL)
+        else:
+            subprocess.run(["dnf", "install", "-y", "-q", *missing], check=True,
+                           stdout=subprocess.DEVNULL)
     if not all(os.path.exists(venv_bin(b)) for b in STACK_COMMANDS) or not venv_current(
             stack_venv(), stack_packages()):
         venv_install(stack_venv(), stack_packages(), create=True)

@@ -25,7 +25,6 @@ from tools.localstack import process
 
 NAME = "rabbitmq"
 RABBIT_BIN = "/usr/lib/rabbitmq/bin"
-DEBS = (("rabbitmq-server", f"{RABBIT_BIN}/rabbitmq-server"),)
 EXTRA_PORTS = ("rabbitmq_dist", "rabbitmq_tls")
 
 

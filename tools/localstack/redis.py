@@ -15,7 +15,6 @@
 from tools.localstack import process
 
 NAME = "redis"
-DEBS = (("redis-server", "/usr/bin/redis-server"),)
 
 
 def start(stack):

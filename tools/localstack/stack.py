@@ -16,8 +16,8 @@ A shape gives each knob of KNOBS one of its choices; a profile (PROFILES) is a
 named shape.  SERVICES lists every service module in start order with the
 shapes that run it.  A service module has NAME and start(stack); it may have
 stop(stack) (when ending its processes is not enough), EXTRA_PORTS (port names
-beside its own), DEBS ((Debian package, a path it installs)), and VENV_PACKAGES
-with venv_ready() (what it adds to the stack's virtualenv).
+beside its own), and VENV_PACKAGES with venv_ready() (what it adds to the stack's
+virtualenv); its system packages are bindep.txt's lines of its NAME's profile.
 
 A new profile is its service modules, their rows in SERVICES, and its entry in
 PROFILES (with a knob of its own in KNOBS when no existing knob tells its
@@ -105,7 +105,7 @@ def install(**knobs):
     modules = services_of(shape_of(**knobs))
     with process.install_lock():
         process.install_missing(
-            debs=[deb for module in modules for deb in getattr(module, "DEBS", ())],
+            profiles=[module.NAME for module in modules],
             venv_extras=[(releases.pins(*module.VENV_PACKAGES), module.venv_ready)
                          for module in modules if hasattr(module, "VENV_PACKAGES")])
         for module in modules:  # a service with a virtualenv of its own

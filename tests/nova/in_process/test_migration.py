@@ -10,7 +10,7 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""The move doc/operator-guide.md describes, with nova's own code on one side: nova's
+"""The move doc/source/admin/moving.md describes, with nova's own code on one side: nova's
 IronicDriver and SchedulerReportClient write the providers, `rp-reporter reconcile`
 adopts them, and nova takes them back.  At no step is a provider deleted, an inventory
 dropped or changed (a scheduling gap), or an allocation lost, and the adoption costs one

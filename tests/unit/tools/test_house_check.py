@@ -23,8 +23,8 @@ def tree(tmp_path, module_lines=10, function_lines=5, readme="# x\n", doc="How i
     body = "".join(f"    x = {i}\n" for i in range(function_lines - 1))
     code = f"def f():\n{body}" + "".join(f"# {i}\n" for i in range(module_lines - function_lines))
     (tmp_path / "rp_reporter" / "mod.py").write_text(header + code)
-    (tmp_path / "doc").mkdir()
-    (tmp_path / "doc" / "guide.md").write_text(doc)
+    (tmp_path / "doc" / "source" / "admin").mkdir(parents=True)
+    (tmp_path / "doc" / "source" / "admin" / "guide.md").write_text(doc)
     (tmp_path / "README.md").write_text(readme)
     return tmp_path
 
