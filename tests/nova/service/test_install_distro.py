@@ -43,9 +43,10 @@ pytestmark = [pytest.mark.functional, pytest.mark.skipif(
 
 
 def imports(python, module):
-    """Where ``python`` imports ``module`` from, or the last line of its error."""
+    """Where ``python`` imports ``module`` from, or the last line of its error (run
+    from the root directory: ``-c`` puts the working directory first on sys.path)."""
     done = subprocess.run([python, "-c", f"import {module}; print({module}.__file__)"],
-                          capture_output=True, text=True)
+                          capture_output=True, text=True, cwd="/")
     return (done.stdout or done.stderr).strip().splitlines()[-1]
 
 
