@@ -75,6 +75,9 @@ def test_the_drivers_shim_is_a_distribution_of_its_own_and_the_wheel_brings_no_n
         for document in re.findall(r"^Documentation=file:///usr/(\S+)$", unit.read_text(),
                                    re.MULTILINE):
             assert document in data, (unit.name, document)  # under the prefix /usr
+    for guide in [*(source / "doc" / "source" / "install").glob("*.md"),
+                  *(source / "doc" / "source" / "admin").glob("*.md")]:
+        assert f"share/doc/rp_reporter/{guide.name}" in data, guide  # listed in setup.cfg
     assert {"etc/rp_reporter/rp_reporter.conf.sample",
             "etc/rp_reporter/nova.conf.rp_reporter.sample",
             "share/rp_reporter/prometheus/rp_reporter.rules.yml",
