@@ -14,8 +14,9 @@
 
 nova's Ironic driver lists the whole fleet (its shard, its conductor group) at every
 node refresh: each periodic of each service, and each build's question.  At 10,000
-nodes that listing is most of a quiet periodic (doc/performance.md, "nova at fleet
-size").  With ``[rp_reporter] full_pass_every`` above 1 the driver keeps the fleet it
+nodes that listing is most of a quiet periodic
+(doc/source/contributor/performance.md, "nova at fleet size").  With ``[rp_reporter]
+full_pass_every`` above 1 the driver keeps the fleet it
 last listed and, at a refresh, lists only:
 
 * the nodes updated since the last listing: Ironic's list sorted by ``updated_at``,

@@ -14,8 +14,9 @@
 
 nova's ``update_available_resource`` periodic goes over every node a compute service
 manages, each under the resource tracker's lock: at 1,000 nodes per service that is
-about a minute of nova's work every interval (doc/performance.md, "nova at fleet
-size"), while for a node nothing happened to it only re-reads what it wrote last time.
+about a minute of nova's work every interval
+(doc/source/contributor/performance.md, "nova at fleet size"), while for a node
+nothing happened to it only re-reads what it wrote last time.
 Where rp_reporter's agents keep each node's provider right, the driver can give that
 periodic only the nodes that need nova's own look, with ``[rp_reporter]
 full_pass_every`` N above 1.  A node is due:

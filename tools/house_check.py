@@ -68,8 +68,32 @@ def document_breaches(root):
                 yield f"{name}:{number}: {found.group(0)!r} tells how the document was made"
 
 
+# A document named by its path from the project's root (in code, samples, units, docs).
+DOC_PATH = re.compile(r"(?<![\w/.])doc/[\w./-]*\w\.(?:md|rst|json)\b")
+NAMING_TREES = ("rp_reporter", "etc", "share", "shims", "tools", "tests", "doc/source")
+
+
+def dangling_document_paths(root):
+    """Each ``doc/...`` path named in the project's files names a file that exists (the
+    samples' option help too: a moved guide left them pointing at nothing)."""
+    files = [root / "README.md", *(p for tree in NAMING_TREES
+                                   for p in sorted((root / tree).rglob("*"))
+                                   if p.is_file() and "__pycache__" not in p.parts)]
+    for path in files:
+        try:
+            text = path.read_text()
+        except (UnicodeDecodeError, OSError):
+            continue
+        for number, line in enumerate(text.splitlines(), 1):
+            for found in DOC_PATH.finditer(line):
+                if not (root / found.group(0)).exists():
+                    yield (f"{path.relative_to(root)}:{number}: names {found.group(0)}, "
+                           f"which does not exist")
+
+
 def main(root=ROOT):
-    breaches = [*code_breaches(root), *licence_breaches(root), *document_breaches(root)]
+    breaches = [*code_breaches(root), *licence_breaches(root), *document_breaches(root),
+                *dangling_document_paths(root)]
     for breach in breaches:
         print(breach)
     return 1 if breaches else 0

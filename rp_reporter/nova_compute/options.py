@@ -47,8 +47,9 @@ NOVA_OPTS = [
                     "N - 1/2 update_resources_interval (every node at least once in N "
                     "periodics); when none is due, the one nova looked at least recently. "
                     "At 1,000 nodes per service a periodic then takes seconds instead of "
-                    "about a minute (doc/performance.md). Size N by the service's share: "
-                    "nova's look at every node (0.2-0.3 s a node) should take a small part "
+                    "about a minute (doc/source/contributor/performance.md). Size N by "
+                    "the service's share: nova's look at every node (0.2-0.3 s a node) "
+                    "should take a small part "
                     "of N intervals, so 10 up to about 1,000 nodes a service, 60 at 3,300."),
     cfg.IntOpt("listing_failures_alert", default=3, min=1,
                help="With full_pass_every above 1: after this many whole listings of the "

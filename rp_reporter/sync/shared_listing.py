@@ -15,7 +15,8 @@
 Every agent's pass starts with the same two listings, Ironic's nodes and
 Placement's managed providers, whatever share of the fleet it owns, so without
 sharing the fleet's cost to Ironic and Placement grows with the number of
-agents (doc/performance.md, "Cost per interval as agents are added").  With
+agents (doc/source/contributor/performance.md, "Cost per interval as agents are
+added").  With
 sharing, one member, the *lister* (the ring's owner of a fixed key, so every
 member agrees on it without asking anyone), lists both for everyone, and hands
 each other member its *slice*: the Ironic records and the providers the ring

@@ -68,3 +68,17 @@ def test_a_long_readme_and_the_words_of_a_documents_making_fail(tmp_path, capsys
     assert "README.md:1: 150 lines" in out
     for words in ("issue 12", "run 3", "fixed in", "4c46f5d"):
         assert repr(words) in out
+
+
+def test_a_document_path_that_names_nothing_fails(tmp_path, capsys):
+    """A guide moved, and an option's help (so every generated sample) still named it.
+    (The paths are put together here: this file is among those the check reads.)"""
+    doc = "doc" + "/"
+    root = tree(tmp_path, doc=f"See {doc}source/admin/guide.md and {doc}gone.md.\n")
+    (root / "etc").mkdir()
+    (root / "etc" / "x.sample").write_text(
+        f"# ({doc}old-guide.md, tenancy)\n# Documentation=file:///usr/share/{doc}x/a.md\n")
+    assert house_check.main(root) == 1
+    assert capsys.readouterr().out == (
+        f"etc/x.sample:1: names {doc}old-guide.md, which does not exist\n"
+        f"{doc}source/admin/guide.md:1: names {doc}gone.md, which does not exist\n")
