@@ -311,6 +311,18 @@ def report_time(service):
         tzinfo=datetime.timezone.utc).timestamp()
 
 
+def managed_now(made, host):
+    """The nodes ``host`` manages now, by its own log of what it claimed and released
+    (a kill, or a restart, starts it from none)."""
+    events = [(at, claimed, released) for at, claimed, released in claims(made, host)]
+    events += [(at, set(), None) for at in made.deaths.get(host, [])]
+    held = set()
+    for _, claimed, released in sorted(events, key=lambda e: e[0]):
+        held = set() if released is None else held - released
+        held |= claimed
+    return held
+
+
 def managed_spans(made, until):
     """{node: [(host, start, end)]}: when each service managed each node, from its own
     log of the nodes it claimed and released; a kill ends all it held."""

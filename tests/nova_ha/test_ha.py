@@ -742,9 +742,18 @@ def offered_again(cloud, made, node, timeout):
 
 
 def a_free_node(cloud, made):
-    """(a node offered to nova's scheduler, the service whose node it is)."""
-    node = next(n for n in sorted(cloud.offered(made)) if cloud.home(n) in made.hosts)
-    return node, cloud.home(node)
+    """(a node offered to nova's scheduler, the service whose node it is): its compute
+    node record that service's, and the service managing it now by its own log.  A node
+    just released to a member that came back keeps its record on the one that released
+    it until the new owner's periodic, and a build sent there fails ("Attempt to claim
+    resources ... on unknown node"): once in a whole CI run, after a story's restart."""
+    def found():
+        for node in sorted(cloud.offered(made)):
+            home = cloud.home(node)
+            if home in made.hosts and node in ha.managed_now(made, home):
+                return node, home
+        return None
+    return wait_until(found, bool, 3 * ha.PERIODIC + 30, "a free node its service manages")
 
 
 def deleted_and_freed(cloud, made, server, node, timeout=60):
