@@ -100,11 +100,12 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
             if CONF.rp_reporter.rehome and group.tracks_liveness:
                 # nova's manager: a moved server's start-up handling runs on it, and
                 # each request it takes for a server is checked first (``guard``).
+                # The self-fence first: the job's every write passes it (``fencing``).
                 manager = getattr(self.virtapi, "_compute", None)
+                self._self_fence = self._ring.fence_itself()
                 self._rehoming = rehome.Rehoming(
                     self._ring, lambda: self.ironic_connection, self._problems,
                     self._metrics, manager=manager and (lambda: manager)).start()
-                self._self_fence = self._ring.fence_itself()
                 claim.give_back(nova_context.get_admin_context(), CONF.host)
                 if manager is not None:
                     guard.guard_manager(manager, self._ring.membership, self._metrics,

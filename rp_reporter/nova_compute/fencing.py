@@ -121,6 +121,7 @@ class Fence:
                 return False
         if service is not None and not service.forced_down:  # none: no record to fence
             hooks.pause_after("fence decided")
+            self.check(f"forcing compute service {host} down")
             self.ring.record.forced_down(host, CONF.host)
             self._forced_here[host.lower()] = CONF.host
             service.forced_down = True
@@ -132,6 +133,15 @@ class Fence:
                         host)
             hooks.pause_after("forced down")
         return True
+
+    def check(self, what):
+        """Before each write of the job (``what``, for the log): a mover that may have
+        lost its turn (its lease lapsed: paused, cut off) restarts before it writes
+        (``self_fence``); another member moved what it was moving, and a write of its
+        now would undo that (a compute node record back on itself, a fence of a service
+        that came back)."""
+        if self.ring.self_fence is not None:
+            self.ring.self_fence.check(what)
 
     def _servicegroup_api(self):
         if self._servicegroup is None:

@@ -156,6 +156,7 @@ class Rehoming:
         free nodes this service took over from it (``queued_builds``)."""
         booked = self.ring.booked_for(host)
         if booked and self.manager is not None:
+            self.fence.check(f"ending the builds queued to fenced service {host}")
             queued_builds.end(ctxt, self.manager().reportclient, host, booked)
 
     @staticmethod
@@ -232,8 +233,10 @@ class Rehoming:
                 return  # moved already, or its service came back: nothing to do
             LOG.warning("node %s: re-homing instance %s from fenced compute service %s to "
                         "%s", node, instance.uuid, fenced_host, CONF.host)
+            self.fence.check(f"claiming instance {instance.uuid} on node {node}")
             try:
-                moved = self._move_instance(ctxt, instance, fenced_host, members)
+                moved = self._move_instance(ctxt, instance, fenced_host, members,
+                                            check=self.fence.check)
                 hooks.pause_after("host")
             except exception.UnexpectedTaskStateError as e:
                 moved = False
@@ -261,6 +264,9 @@ class Rehoming:
         uuid, fenced_host, steps, attempts = self._unfinished[node]
         while steps:
             step = steps[0]
+            # This mover may have lost its turn since the last step (paused past its
+            # lease, cut off): another then finishes the move, and this one writes nothing.
+            self.fence.check(f"the move's step {step!r} on node {node}")
             try:
                 if step == "action":
                     self._record_action(ctxt, uuid)
@@ -312,10 +318,13 @@ class Rehoming:
         return None
 
     @staticmethod
-    def _move_instance(ctxt, instance, fenced_host, members=()):
-        """Step 4 (``claim.move_instance``)."""
-        return claim.move_instance(ctxt, instance, fenced_host, members,
-                                   claimed=lambda: hooks.pause_after("claim"))
+    def _move_instance(ctxt, instance, fenced_host, members=(), check=lambda what: None):
+        """Step 4 (``claim.move_instance``); ``check``, the self-fence, between its claim
+        and its write of the server's host."""
+        def claimed():
+            hooks.pause_after("claim")
+            check(f"moving instance {instance.uuid} here")
+        return claim.move_instance(ctxt, instance, fenced_host, members, claimed=claimed)
 
     @staticmethod
     def _move_compute_node(ctxt, node):

@@ -31,8 +31,12 @@ down, a mover may have moved servers meanwhile, and the service restarts itself 
 place before anything is written: nova's own start-up handling then runs on the servers
 still homed here, as after any restart.  Not forced down, nothing was moved (a mover
 forces down first), and it goes on.  While the lease is lapsed and not renewed yet (a
-partition, or the instant after a pause before the renewal thread ran) the record is
-read at most once a heartbeat, and nova still seeing the service up means no mover acts.
+partition, or the instant after a pause before the renewal thread ran) every check
+reads the record again: a mover forces a service down right before it moves its
+servers, so an answer a moment old says nothing of now.  Unknown is not "go": a record
+that cannot be read after a lapse (the service cut off from nova-conductor as well)
+restarts the service as a forced-down one would, and nova's own start-up then waits
+for the conductor before it acts on anything.
 """
 
 import logging
@@ -40,7 +44,6 @@ import multiprocessing
 import os
 import sys
 import threading
-import time
 
 LOG = logging.getLogger(__name__)
 
@@ -75,14 +78,11 @@ class SelfFence:
     ``forced_down``: () -> whether nova has this service forced down now (a read of its
     own Service record); ``restart``: what is done when it is (``restart_in_place``)."""
 
-    def __init__(self, membership, forced_down, restart=restart_in_place,
-                 clock=time.monotonic):
+    def __init__(self, membership, forced_down, restart=restart_in_place):
         self.membership = membership
         self._forced_down = forced_down
         self._restart = restart
-        self._clock = clock
         self._cleared = membership.lapses  # the lapses found harmless (or none yet)
-        self._next_read = float("-inf")  # while lapsed: the record's next read
         self._lock = threading.Lock()
 
     def check(self, what):
@@ -94,16 +94,13 @@ class SelfFence:
             lapses, fenced = self.membership.lapses, self.membership.fenced
             if not fenced and lapses == self._cleared:
                 return  # another thread found this lapse harmless meanwhile
-            now = self._clock()
-            if fenced and now < self._next_read:
-                return  # read less than a heartbeat ago: not forced down then
-            self._next_read = now + self.membership.heartbeat
             try:
                 forced = self._forced_down()
-            except Exception:  # noqa: BLE001 - nova-conductor unreachable: nova's own
-                # writes fail as well; the record is read again at the next check
-                LOG.warning("self-fence: this service's own record could not be read "
-                            "after a lapse of its lease (before %s)", what, exc_info=True)
+            except Exception as e:  # noqa: BLE001 - any failure: the answer is unknown
+                self._restart(f"the lease of its membership lapsed and its own service "
+                              f"record could not be read ({type(e).__name__}: {e}); a "
+                              f"mover may have forced it down and moved its servers "
+                              f"(before {what})")
                 return
             if forced:
                 self._restart(f"the lease of its membership lapsed and nova has this "

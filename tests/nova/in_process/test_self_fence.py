@@ -11,7 +11,8 @@
 # under the License.
 
 """Self-fencing (``self_fence``): after a lapse of its lease a service reads its own
-record once, and restarts in place, before it acts, when nova has it forced down; the
+record, and restarts in place, before it acts, when nova has it forced down or the
+record cannot be read; the
 restart itself, in a process of its own (the command run again, or a worker's exit)."""
 
 import multiprocessing
@@ -24,21 +25,26 @@ import uuid
 import pytest
 from nova import context as nova_context
 
+from rp_reporter.nova_compute import claim
+from rp_reporter.nova_compute import hooks
+from rp_reporter.nova_compute import rehome
 from rp_reporter.nova_compute import self_fence
+from tests.nova.in_process.test_driver import CONF
 from tests.nova.in_process.test_driver import HOSTS
+from tests.nova.in_process.test_driver import Cell
 from tests.nova.in_process.test_driver import FakeConnection
 from tests.nova.in_process.test_driver import Fleet
+from tests.nova.in_process.test_driver import NodeLookup
+from tests.nova.in_process.test_driver import Row
 from tests.nova.in_process.test_driver import an_instance
 from tests.nova.in_process.test_driver import nova_config  # noqa: F401 - a fixture
-
-HEARTBEAT = 1.0
+from tests.nova.in_process.test_driver import rehoming_job
 
 
 class Membership:
     """What the self-fence reads of a Group, set by the test."""
     fenced = False
     lapses = 0
-    heartbeat = HEARTBEAT
 
 
 class Restarted(Exception):
@@ -50,9 +56,8 @@ class Fence:
     reads, ``forced``: what it answers (an exception is raised)."""
 
     def __init__(self):
-        self.membership, self.reads, self.forced, self.now = Membership(), 0, False, 0.0
-        self.fence = self_fence.SelfFence(self.membership, self._read, restart=self._restart,
-                                          clock=lambda: self.now)
+        self.membership, self.reads, self.forced = Membership(), 0, False
+        self.fence = self_fence.SelfFence(self.membership, self._read, restart=self._restart)
 
     def _read(self):
         self.reads += 1
@@ -94,26 +99,31 @@ def test_a_lapse_with_the_service_not_forced_down_is_read_once(fence):
         fence.fence.check("a request to Ironic")
 
 
-def test_while_lapsed_the_record_is_read_at_most_once_a_heartbeat(fence):
-    """A partition, or the instant after a pause before the renewal thread ran."""
+def test_while_lapsed_every_check_reads_the_record_again(fence):
+    """A partition, or the instant after a pause before the renewal thread ran: a mover
+    forces the service down right before it moves its servers, so a read a moment ago
+    is no answer for another thread now (it once was, for a heartbeat)."""
     fence.membership.fenced = True
-    for _ in range(5):
+    for _ in range(3):
         fence.fence.check("a request to Ironic")
-    assert fence.reads == 1
-    fence.now += HEARTBEAT
-    fence.forced = True  # a mover forced it down meanwhile
+    assert fence.reads == 3
+    fence.forced = True  # a mover forced it down meanwhile, within the same heartbeat
     with pytest.raises(Restarted):
         fence.fence.check("a request to Ironic")
 
 
-def test_a_record_that_cannot_be_read_is_read_again_at_the_next_check(fence, caplog):
+def test_a_record_that_cannot_be_read_after_a_lapse_stops_the_service(fence):
+    """Cut off from nova-conductor as well as from the backend: unknown is not go (it
+    once logged and went on, to Ironic, neutron and Placement for a moved server)."""
     fence.membership.lapses, fence.forced = 1, RuntimeError("conductor unreachable")
-    fence.fence.check("a request to Ironic")  # nova's own writes fail as well meanwhile
-    assert "could not be read after a lapse" in caplog.text
-    fence.forced = True
-    with pytest.raises(Restarted):
+    with pytest.raises(Restarted, match="could not be read .*RuntimeError: conductor "
+                                        "unreachable.*before a request to Ironic"):
         fence.fence.check("a request to Ironic")
-    assert fence.reads == 2
+    fence.membership.lapses, fence.membership.fenced = 0, True  # lapsed by its own clock
+    fence.fence = self_fence.SelfFence(fence.membership, fence._read,
+                                       restart=fence._restart)
+    with pytest.raises(Restarted):
+        fence.fence.check("nova's terminate_instance")
 
 
 RESTARTING = textwrap.dedent("""\
@@ -178,3 +188,65 @@ def test_a_deploy_in_flight_stops_before_it_reads_the_server_or_ironic(fence):
     fence.forced = False  # the next lapse, not forced down: nova's poll goes on
     fence.membership.lapses = 2
     assert driver.ironic_connection is ironic
+
+
+class Exited(BaseException):
+    """A restart that, as in production, never returns to the job: not an Exception,
+    so no handler of the job's catches it and goes on to the next node."""
+
+
+def _exit(why):
+    raise Exited(why)
+
+
+# The job's instants a mover can be paused at (``hooks.pause_after``), and what it has
+# written by then: a pause past its lease lets another member fence it and finish.
+WRITTEN_BY = {
+    "fence decided": [],
+    "forced down": ["forced down"],
+    "host": ["forced down", "instance"],
+    "action": ["forced down", "instance"],
+}
+
+
+@pytest.mark.usefixtures("nova_config")
+@pytest.mark.parametrize("paused_after", sorted(WRITTEN_BY))
+def test_a_mover_that_lost_its_turn_writes_nothing_more(monkeypatch, paused_after):
+    """A mover paused past its lease at an instant of a move (a VM pause, SIGSTOP)
+    resumes after another member forced it down and finished the move.  It restarts
+    before its next write; it once went on, writing the node's compute node record
+    back onto itself (the server living on the other), or forcing down a service."""
+    dead, node = "compute-dead", str(uuid.uuid4())
+    instance = an_instance(dead, node)
+    cell = Cell(monkeypatch, {HOSTS[0]: (False, 5), dead: (False, 9)}, {dead: [instance]})
+    job = rehoming_job({HOSTS[0]}, NodeLookup({node: instance.uuid}), down=[dead])
+    membership = Membership()
+    job.ring.self_fence = self_fence.SelfFence(
+        membership, lambda: cell.services[HOSTS[0]][0], restart=_exit)
+
+    def paused(step):
+        if step == paused_after:  # past its lease; another member fenced it meanwhile
+            membership.lapses += 1
+            cell.services[HOSTS[0]] = (True, 5)
+    monkeypatch.setattr(hooks, "pause_after", paused)
+    with pytest.raises(Exited, match="forced down"):
+        job.run_once(nova_context.get_admin_context())
+    assert [write for write, _ in cell.moves] == WRITTEN_BY[paused_after]
+
+
+@pytest.mark.usefixtures("nova_config")
+def test_a_mover_that_lost_its_turn_after_its_claim_leaves_the_claim_to_the_next_owner(
+        monkeypatch):
+    """Between its claim and its write of the server's host: the host is not written,
+    and the claim, a dead mover's to the next owner (``claim``), is finished there."""
+    row = Row(monkeypatch, an_instance("compute-dead", str(uuid.uuid4())))
+    CONF.set_override("host", HOSTS[0])
+    try:
+        with pytest.raises(Exited, match="before moving instance"):
+            rehome.Rehoming._move_instance(
+                nova_context.get_admin_context(), row.read(), "compute-dead",
+                check=lambda what: _exit(f"before {what}"))
+    finally:
+        CONF.clear_override("host")
+    assert row.values["host"] == "compute-dead"
+    assert claim.claim_of(row.read()) == (HOSTS[0], None)
