@@ -27,17 +27,22 @@ conductors without ``[api_database]``) refuses.  The names::
     <group>:rp_reporter.record.v1:member:<host>             ever a member
     <group>:rp_reporter.record.v1:forced-down:<host>@<mover>  <mover> forced <host> down
     <group>:rp_reporter.record.v1:held:<host>@<until>          not fenced until <until>
+    <group>:rp_reporter.record.v1:queued:<host>@<node>@<server>  a build cast to <host>
 
 ``v1`` is the format's version: a later one reads these and writes its own beside
 them; each kind is read by its own prefix, so a release reads none of a kind it does
-not know (``held`` is newer than the other two: a mover of an older release does not
-honour it).  ``<until>`` is seconds since the epoch (UTC), an operator's bound for a
-service down on purpose (an upgrade, a reboot), read by each mover's clock.  Hosts are
-lower-case, as nova compares them.  A backend that loses its data loses the record
-too: a member records itself again at its start and after every lapse of its lease, a
-service forced down meanwhile stays down until an operator clears it (the one safe
-direction), and a hold is gone (the service is fenced once down past the lease and
-nova's service_down_time: hold it again).
+not know (``held`` and ``queued`` are newer than the other two: a mover of an older
+release does not honour them). ``queued`` is the durable intent of ending a build cast
+to a service that left before it took it (``queued_builds``): recorded by the survivor
+that took the build's node over, before anything is done with it, and erased only once
+the build is settled, so no failed round and no survivor's restart strands it.
+``<until>`` is seconds since the epoch (UTC), an operator's bound for a service down
+on purpose (an upgrade, a reboot), read by each mover's clock. Hosts are lower-case,
+as nova compares them. A backend that loses its data loses the record too: a member
+records itself again at its start and after every lapse of its lease, a service forced
+down meanwhile stays down until an operator clears it (the one safe direction), and a
+hold is gone (the service is fenced once down past the lease and nova's
+service_down_time: hold it again).
 """
 
 FORMAT = "rp_reporter.record.v1"
@@ -131,6 +136,31 @@ class GroupRecord:
         found = (name[len(self._held()):].partition("@")
                  for name in self.names.names(self._held()))
         return {host: int(until) for host, _, until in found if until.isdigit()}
+
+    def _queued(self, host=""):
+        return f"{self._prefix}queued:{host.lower()}"
+
+    def queue(self, host, node, servers):
+        """The builds of ``servers`` booked on ``node`` were cast to ``host``, which left
+        before ``node`` was taken over (idempotent)."""
+        for server in sorted(servers):
+            self.names.add_name(f"{self._queued(host)}@{node}@{server}")
+
+    def queued(self):
+        """{host: {node: servers}} of every build so recorded (one read)."""
+        found = {}
+        for name in self.names.names(self._queued()):
+            host, _, rest = name[len(self._queued()):].partition("@")
+            node, _, server = rest.partition("@")
+            if server:
+                found.setdefault(host, {}).setdefault(node, set()).add(server)
+        return found
+
+    def settled(self, host, done):
+        """The builds ``done`` ({node: servers}) of ``host`` need nothing more."""
+        for node, servers in done.items():
+            for server in servers:
+                self.names.remove_name(f"{self._queued(host)}@{node}@{server}")
 
     def forget(self, host):
         """``host`` was never a member (an operator's: decommissioned for good)."""

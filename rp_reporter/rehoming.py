@@ -106,12 +106,16 @@ def taken_from_the_departed(claimed, members_before, members_now, ring_of):
     return taken
 
 
-def queued_builds(building):
-    """Of ``building`` (instances in nova's BUILDING state booked on a node before this
-    service claimed it from a service now fenced), the builds that service never took
-    and no one else did: no host.  nova's own start-up ends such builds on the service
-    they were cast to (``_error_out_instances_whose_build_was_interrupted``)."""
-    return [instance for instance in building if not instance.host]
+def queued_build_step(instance):
+    """What is left of a build booked on a node taken over from a service now fenced
+    (``instance``: nova's, as read now): "end" (still BUILDING with no host: the service
+    it was cast to never took it, and no one else did; nova's own start-up ends such
+    builds on the service they were cast to, ``_error_out_instances_whose_build_was_
+    interrupted``), "give back" (ended in ERROR with no host: its allocation is given
+    back, again if it was not), or None (a service took it, or it is done)."""
+    if instance.host:
+        return None
+    return {"building": "end", "error": "give back"}.get(instance.vm_state)
 
 
 class ReportWatch:

@@ -277,21 +277,53 @@ class CoordinatedRing:
     def first_look(self, node):
         """nova's resource tracker is about to look at ``node`` (and, on its first look
         here, move its compute node record here): the consumers booked on a node just
-        taken over from a service that left are read now, before builds are cast here."""
+        taken over from a service that left are read now, before builds are cast here,
+        and recorded in the group's record (what a round that fails, or a restart of
+        this service, would lose otherwise)."""
         owner, booked = self.taken_from.get(node, (None, True))
         if booked is None:
             client = novas_report_client(self.driver)
-            self.taken_from[node] = (owner, client and queued_builds.booked_on(
-                nova_context.get_admin_context(), client, node) or set())
+            booked = client and queued_builds.booked_on(
+                nova_context.get_admin_context(), client, node) or set()
+            self.taken_from[node] = (owner, booked)
+            if booked:
+                self._record_queued(owner, node, booked)
 
-    def booked_for(self, host):
-        """{node: consumers} read on the nodes taken over from ``host``, and forgotten
-        here: those of its builds that no service took are ended once (``rehome``)."""
-        found = {node: booked for node, (owner, booked) in list(self.taken_from.items())
-                 if owner == host.lower() and booked is not None}
-        for node in found:
-            self.taken_from.pop(node, None)
+    def _record_queued(self, owner, node, booked):
+        try:
+            self.record.queue(owner, node, booked)
+        except Exception:  # noqa: BLE001 - kept here, and written at the next round
+            LOG.warning("node %s: the builds booked on it before it was taken over from "
+                        "%s could not be recorded in the group's record yet", node, owner,
+                        exc_info=True)
+
+    def booked_for(self, host, recorded):
+        """{node: consumers} of the builds booked on nodes taken over from ``host``:
+        this service's reads (written back to the group's record, which may have failed
+        or lost them) and any member's in ``recorded`` (the record's, ``queued()``).
+        Nothing is forgotten until ``settled``."""
+        found = {node: set(booked) for node, booked in recorded.get(host.lower(), {}).items()}
+        for node, (owner, booked) in list(self.taken_from.items()):
+            if owner != host.lower() or booked is None:
+                continue
+            if not booked:  # nothing was booked on it: nothing to end
+                self.taken_from.pop(node, None)
+                continue
+            if not booked <= found.get(node, set()):
+                self.record.queue(host, node, booked)
+            found.setdefault(node, set()).update(booked)
         return found
+
+    def settled(self, host, done):
+        """The builds ``done`` ({node: consumers}) of ``host`` need nothing more."""
+        self.record.settled(host, done)
+        for node, consumers in done.items():
+            owner, booked = self.taken_from.get(node, (None, None))
+            if owner == host.lower() and booked is not None:
+                if booked - consumers:
+                    self.taken_from[node] = (owner, booked - consumers)
+                else:
+                    self.taken_from.pop(node, None)
 
     def forget_taken_from(self, members):
         """Owners back in the group (``members``) take their own queued builds."""

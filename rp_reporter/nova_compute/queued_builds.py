@@ -29,8 +29,10 @@ Which builds were cast to the fenced service: those booked on a node before this
 claimed it from that service (``rehoming.taken_from_the_departed``), read as its resource
 tracker first looks at the node, right before it moves the node's compute node record
 here (from then on the scheduler casts the node's builds here).  A build booked between
-that read and the record's move (milliseconds) is not seen; nor, if this service
-restarts before the fenced one is fenced, are any.
+that read and the record's move (milliseconds) is not seen.  What was read is recorded
+in the group's record at once (``group_record``, ``queued``) and erased only once each
+build is settled: a round that fails (Placement or the bus down for a moment), or a
+survivor that restarts or dies, leaves it to the next round of any survivor.
 """
 
 import logging
@@ -59,15 +61,29 @@ def booked_on(ctxt, reportclient, node):
 
 def end(ctxt, reportclient, fenced_host, booked):
     """End the builds cast to the fenced ``fenced_host`` that it never took: ``booked``
-    {node: the consumers booked on it before this service claimed it from that one}."""
+    {node: the consumers booked on it before a survivor claimed it from that one}.
+    Returns {node: consumers} of those settled (ended here, given back, taken by a
+    service, or gone); a node whose reads or writes failed is logged and tried again
+    at the next round (the group's record keeps it: ``group_record``)."""
+    settled = {}
     for node, consumers in sorted(booked.items()):
-        if not consumers:
-            continue
-        building = objects.InstanceList.get_by_filters(
-            ctxt, {"vm_state": vm_states.BUILDING, "uuid": sorted(consumers)},
-            expected_attrs=[])
-        for instance in rehoming.queued_builds(building):
-            _end_one(ctxt, reportclient, instance, node, fenced_host)
+        try:
+            found = objects.InstanceList.get_by_filters(ctxt, {"uuid": sorted(consumers)},
+                                                        expected_attrs=[])
+            for instance in found:
+                step = rehoming.queued_build_step(instance)
+                if step == "end":
+                    _end_one(ctxt, reportclient, instance, node, fenced_host)
+                elif step == "give back":  # ended, and a round failed before this write
+                    reportclient.delete_allocation_for_instance(ctxt, instance.uuid)
+                settled.setdefault(node, set()).add(instance.uuid)
+            # gone: deleted through nova's API, which gave back its allocation
+            settled.setdefault(node, set()).update(set(consumers) - {i.uuid for i in found})
+        except Exception:  # noqa: BLE001 - one node's error; tried again next round
+            LOG.warning("node %s: the builds queued to fenced compute service %s could not "
+                        "all be ended; the next round tries again", node, fenced_host,
+                        exc_info=True)
+    return settled
 
 
 def _end_one(ctxt, reportclient, instance, node, fenced_host):

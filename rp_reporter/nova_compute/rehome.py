@@ -136,8 +136,10 @@ class Rehoming:
         self._finish_unfinished(ctxt)
         hashring = self.ring.ring_of(members)
         now = time.monotonic()
-        for host, report in self.fence.fenced(ctxt, members).items():
-            self._end_queued_builds(ctxt, host)
+        fenced = self.fence.fenced(ctxt, members)
+        queued = self.ring.record.queued() if fenced else {}  # one read a round
+        for host, report in fenced.items():
+            self._end_queued_builds(ctxt, host, queued)
             # A dead service's record and the ring stand still: what had nothing of
             # ours once has nothing until one of them changes (its instances are not
             # loaded again every round by every survivor); what was refused, until
@@ -151,13 +153,15 @@ class Rehoming:
                 self._settled[host] = (key, float("inf") if left == "nothing"
                                        else now + RECHECK_REFUSED_S)
 
-    def _end_queued_builds(self, ctxt, host):
+    def _end_queued_builds(self, ctxt, host, queued):
         """End the builds cast to the fenced ``host`` that it never took, booked on the
-        free nodes this service took over from it (``queued_builds``)."""
-        booked = self.ring.booked_for(host)
+        free nodes a survivor took over from it (``queued_builds``; ``queued``: the
+        group's record of them)."""
+        booked = self.ring.booked_for(host, queued)
         if booked and self.manager is not None:
             self.fence.check(f"ending the builds queued to fenced service {host}")
-            queued_builds.end(ctxt, self.manager().reportclient, host, booked)
+            done = queued_builds.end(ctxt, self.manager().reportclient, host, booked)
+            self.ring.settled(host, done)
 
     @staticmethod
     def _have_service_record(ctxt):

@@ -125,3 +125,20 @@ def test_a_movers_name_goes_once_two_reads_in_a_row_find_its_flag_lifted(backend
     assert lifted == {"h2": "h1"} and record.movers() == {"h2": "h1", "h3": "h1"}
     assert record.drop_lifted({"h2": False, "h3": True}, lifted) == {"h2": "h1"}
     assert record.movers() == {"h3": "h1"}
+
+
+def test_builds_queued_to_a_service_that_left_are_kept_until_settled(backend):
+    record = group_record.GroupRecord("nova-a", backend.durable)
+    other = group_record.GroupRecord("nova-b", backend.durable)
+    assert record.queued() == {}
+    record.queue("H1", "node-1", {"s1", "s2"})
+    record.queue("h1", "node-1", {"s2"})  # idempotent
+    record.queue("h2", "node-2", {"s3"})
+    other.queue("h1", "node-9", {"s9"})
+    # a host's name that holds another kind's prefix is never read as one of these
+    record.join("h1")
+    assert record.queued() == {"h1": {"node-1": {"s1", "s2"}}, "h2": {"node-2": {"s3"}}}
+    record.settled("h1", {"node-1": {"s1"}})
+    record.settled("h1", {"node-1": {"s1"}})  # idempotent
+    assert record.queued() == {"h1": {"node-1": {"s2"}}, "h2": {"node-2": {"s3"}}}
+    assert other.queued() == {"h1": {"node-9": {"s9"}}}

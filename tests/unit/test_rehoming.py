@@ -103,7 +103,11 @@ def test_the_nodes_taken_over_from_a_service_that_left_name_it():
     assert joined == {}  # a rebalance among live members: nobody left
 
 
-def test_a_queued_build_is_one_no_service_took():
-    queued, taken = (types.SimpleNamespace(host=None),
-                     types.SimpleNamespace(host="compute-1"))
-    assert rehoming.queued_builds([queued, taken]) == [queued]
+def test_a_queued_build_is_ended_if_no_service_took_it_and_given_back_once_ended():
+    def build(vm_state, host=None):
+        return types.SimpleNamespace(vm_state=vm_state, host=host)
+    assert rehoming.queued_build_step(build("building")) == "end"
+    assert rehoming.queued_build_step(build("error")) == "give back"  # a round failed
+    for settled in (build("building", "compute-1"), build("error", "compute-1"),
+                    build("active", "compute-1"), build("deleted")):
+        assert rehoming.queued_build_step(settled) is None

@@ -510,7 +510,7 @@ def test_builds_queued_to_a_fenced_service_are_those_booked_on_nodes_taken_from_
     job.manager = lambda: ring.driver.virtapi._compute
     ended = []
     monkeypatch.setattr(queued_builds, "end", lambda ctxt, client, host, found: ended.append(
-        (host, found)))
+        (host, found)) or found)
     try:
         ring.now_managing(mine_before, "the start")
         ring.ring_members, ring._members_before = now, before  # compute-dead left
@@ -521,8 +521,8 @@ def test_builds_queued_to_a_fenced_service_are_those_booked_on_nodes_taken_from_
         ring.first_look(taken[0])  # read once: later bookings are this service's builds
         assert sorted(reads) == taken
         job.run_once(nova_context.get_admin_context())
-        assert ended == [("compute-dead", {taken[0]: {"queued-build"}, **{
-            node: set() for node in taken[1:]}})]
+        assert ended == [("compute-dead", {taken[0]: {"queued-build"}})]
+        assert ring.record.queued() == {}  # settled: erased from the group's record
         job.run_once(nova_context.get_admin_context())
         assert len(ended) == 1 and ring.taken_from == {}
         # A member back in the group takes its own queued builds: nothing is ended.
@@ -533,6 +533,45 @@ def test_builds_queued_to_a_fenced_service_are_those_booked_on_nodes_taken_from_
         job.run_once(nova_context.get_admin_context())
         assert len(ended) == 1 and ring.taken_from == {}
         assert cell.moves == []
+    finally:
+        CONF.clear_override("host")
+
+
+def test_a_queued_build_outlives_a_failed_round_and_its_survivors_restart(
+        nova_config, monkeypatch):
+    """The durable intent of ending a queued build: the survivor that read it on the node
+    it took over records it in the group's record at once; a round that settles nothing
+    (Placement or the bus down) keeps it; a survivor restarted since (nothing in its
+    memory) and any other survivor find it there; it goes once settled.  It once left
+    the survivor's memory before the round's first write."""
+    CONF.set_override("host", HOSTS[0])
+    Cell(monkeypatch, {HOSTS[0]: (False, 1), "compute-dead": (False, 3)}, {})
+    job = rehoming_job({HOSTS[0]}, NodeLookup({}), down=["compute-dead"])
+    node = str(uuid.uuid4())
+    job.ring.taken_from[node] = ("compute-dead", None)
+    job.ring.driver.virtapi = types.SimpleNamespace(_compute=types.SimpleNamespace(
+        reportclient=types.SimpleNamespace(
+            get_allocations_for_resource_provider=lambda ctxt, node: types.SimpleNamespace(
+                allocations={"queued-build": {}}))))
+    job.manager = lambda: job.ring.driver.virtapi._compute
+    rounds = []
+    settles = [{}, {}, {node: {"queued-build"}}]  # two rounds fail, the third settles it
+    monkeypatch.setattr(queued_builds, "end", lambda ctxt, client, host, found: rounds.append(
+        found) or settles[len(rounds) - 1])
+    try:
+        job.ring.first_look(node)
+        assert job.ring.record.queued() == {"compute-dead": {node: {"queued-build"}}}
+        job.run_once(nova_context.get_admin_context())
+        restarted = rehoming_job({HOSTS[0]}, NodeLookup({}), down=["compute-dead"],
+                                 record=job.ring.record)
+        restarted.manager = job.manager
+        assert restarted.ring.taken_from == {}
+        for survivor in (restarted, restarted):
+            survivor.run_once(nova_context.get_admin_context())
+        assert rounds == [{node: {"queued-build"}}] * 3  # the last two: the restarted's
+        assert job.ring.record.queued() == {}
+        restarted.run_once(nova_context.get_admin_context())
+        assert len(rounds) == 3  # settled: never again
     finally:
         CONF.clear_override("host")
 

@@ -108,6 +108,43 @@ def test_a_build_taken_meanwhile_is_left_as_it_is(cell, monkeypatch):
     assert (again.vm_state, again.task_state) == (vm_states.BUILDING, task_states.SPAWNING)
 
 
+def test_a_round_that_fails_leaves_each_unsettled_build_to_the_next(cell, monkeypatch):
+    """Placement down for a moment as the build's allocation is given back, or nova's
+    database unreachable for one node's read: what failed is not settled (so the group's
+    record keeps it) and the next round finishes it; the other nodes go on."""
+    ctxt = cell
+    queued, other = a_server(ctxt), a_server(ctxt)
+    gone, settled_before = a_server(ctxt), a_server(ctxt, vm_state=vm_states.ACTIVE,
+                                                    task_state=None, host="compute-a")
+    nodes = sorted(str(uuid.uuid4()) for _ in range(2))
+    client = ReportClient({nodes[0]: {queued.uuid: {}}, nodes[1]: {other.uuid: {}}})
+    delete = client.delete_allocation_for_instance
+
+    def placement_down(ctxt, consumer, **kwargs):
+        raise RuntimeError("placement: 503")
+    client.delete_allocation_for_instance = placement_down
+    gone.destroy()
+    booked = {nodes[0]: {queued.uuid, gone.uuid, settled_before.uuid}, nodes[1]: {other.uuid}}
+    first = queued_builds.end(ctxt, client, FENCED, booked)
+    assert queued.uuid not in first.get(nodes[0], ()) and nodes[1] not in first
+    assert objects.Instance.get_by_uuid(ctxt, queued.uuid).vm_state == vm_states.ERROR
+    client.delete_allocation_for_instance = delete
+    listed = objects.InstanceList.get_by_filters
+
+    def database_gone_for_one(ctxt, filters, **kwargs):
+        if other.uuid in filters["uuid"]:
+            raise RuntimeError("database: gone away")
+        return listed(ctxt, filters, **kwargs)
+    monkeypatch.setattr(objects.InstanceList, "get_by_filters", database_gone_for_one)
+    assert queued_builds.end(ctxt, client, FENCED, booked) == {nodes[0]: booked[nodes[0]]}
+    assert client.deleted == [queued.uuid]  # given back, though it was ended before
+    monkeypatch.setattr(objects.InstanceList, "get_by_filters", listed)
+    assert queued_builds.end(ctxt, client, FENCED, {nodes[1]: {other.uuid}}) == {
+        nodes[1]: {other.uuid}}
+    assert client.deleted == [queued.uuid, other.uuid]
+    assert objects.Instance.get_by_uuid(ctxt, other.uuid).vm_state == vm_states.ERROR
+
+
 def test_the_build_handler_of_a_service_back_drops_an_ended_build(cell):
     ctxt = cell
     ended = a_server(ctxt, vm_state=vm_states.ERROR, task_state=None)
