@@ -258,6 +258,10 @@ def ours_facts(cloud, made, every_instant):
         print(f"\nours, an operator's flag through a mover's cycle: {facts['operator_flag']}")
         facts["held"] = held_for_an_upgrade(cloud, made, facts["servers"])
         print(f"\nours, held for an upgrade, stopped and started: {facts['held']}")
+        facts["stale_mover"] = mover_paused(cloud, made, facts["servers"])
+        print(f"\nours, a mover paused mid-move and resumed after: {facts['stale_mover']}")
+        facts["queued_restart"] = queued_past_a_survivors_restart(cloud, made)
+        print(f"\nours, a queued build past a survivor's restart: {facts['queued_restart']}")
     # Before the pause: a paused service logs no release until it resumes, and the
     # spans read from the logs would count the pause as two managers.
     facts["double_claimed_max_s"] = ha.double_claimed_max_s(
@@ -303,7 +307,11 @@ def ours_facts(cloud, made, every_instant):
             stuck_forced_down=facts["rejoin"]["stuck_forced_down"], rejoin=facts["rejoin"],
             operator_flags_cleared=facts["operator_flag"]["operator_flags_cleared"],
             operator_flag=facts["operator_flag"], held_for_an_upgrade=facts["held"],
-            held_fenced_or_moved=facts["held"]["fenced_or_moved_while_held"])
+            held_fenced_or_moved=facts["held"]["fenced_or_moved_while_held"],
+            stale_mover_writes=facts["stale_mover"]["stale_mover_writes"],
+            stale_mover=facts["stale_mover"],
+            queued_builds_stranded=facts["queued_restart"]["queued_builds_stranded"],
+            queued_restart=facts["queued_restart"])
     for key in ("foreign_services_forced_down", "notification_errors", "upcalls",
                 "moves_left_unfinished"):
         facts[key] = cloud.results[key]
@@ -439,6 +447,80 @@ def mover_killed(cloud, made, servers, step="action"):
         ha.restart(cloud, made, host)
     if step != "action":  # the first story's server stays for the stories after it
         story_server_deleted(cloud, servers, server)
+    return facts
+
+
+def mover_paused(cloud, made, servers, step="host"):
+    """A mover paused (SIGSTOP) right after it wrote a server's host, past its lease and
+    nova's service_down_time: the last survivor fences it and finishes the move; then
+    the mover resumes (SIGCONT) in the middle of its move.  A holder that lost its turn
+    writes nothing: the server and its node's compute node record stay on the last
+    survivor (the mover once wrote the record back onto itself, so that a later delete
+    of its service passed nova's "no instances" check and took the node's provider and
+    allocation with it), and the mover restarts before its next write."""
+    restarted_with(cloud, made, {HOOK: f"{step}={REHOME_PAUSE}"})
+    victim, server = a_server_on_a_service(cloud, made, servers, "ha-stale-mover")
+    moving = [s for s in servers if host_of(cloud, s) == victim]
+    made.kill(cloud.stack, victim)
+    survivors = [h for h in made.hosts if h != victim]
+    mover = wait_until(lambda: paused_survivor(made, survivors, step), bool,
+                       FENCED_AFTER_KILL + 3 * ha.PERIODIC + 30,
+                       f"a survivor paused after the move's step {step!r}")
+    last = next(h for h in survivors if h != mover)
+    paused = cloud.stack.service(f"nova-compute-{mover}")
+    paused.signal(signal.SIGSTOP)
+    facts = {"step": step, "mover": mover, "finished_by": last, "servers": len(moving)}
+    try:
+        facts["finished"] = seen_within(lambda: all(
+            host_of(cloud, s) == last and cloud.home(servers[s]) == last for s in moving),
+            FENCED_AFTER_KILL + 3 * ha.PERIODIC + len(moving) * REHOME_PAUSE + 30)
+    finally:
+        paused.signal(signal.SIGCONT)
+    time.sleep(REHOME_PAUSE + 2 * ha.REPORT)  # its hook's sleep is over, a round runs
+    facts["stale_mover_writes"] = sum(
+        host_of(cloud, s) != last or cloud.home(servers[s]) != last for s in moving)
+    facts["self_fenced"] = made.since(mover).count("self-fenced: ")
+    for host in (victim, mover):  # back to three, without the pause
+        made.envs.pop(host, None)
+        ha.restart(cloud, made, host)
+    story_server_deleted(cloud, servers, server)
+    return facts
+
+
+def queued_past_a_survivors_restart(cloud, made):
+    """A build cast to a service that dies before it takes it, while an operator holds
+    that service (so it is not fenced yet): the survivor that takes the build's node over
+    reads the build there, then restarts before the hold is released.  Once released,
+    the service is fenced and a survivor ends the build (ERROR, its allocation given
+    back, the node offered again): what it was to do was in the group's record, not in
+    the restarted survivor's memory (where it once was, and the build stayed in BUILD
+    for ever with its node allocated)."""
+    node, victim = a_free_node(cloud, made)
+    compute_group(cloud, made, "hold", f"nova-{made.name}", victim, "--minutes", "10")
+    service = cloud.stack.service(f"nova-compute-{victim}")
+    service.signal(signal.SIGSTOP)
+    try:
+        server = cloud.nova.boot("ha-queued-restart", made.flavor, host=victim, node=node)
+        wait_for(lambda: cloud.placement.allocations(server), 60,
+                 "the build's allocation on the paused service's node")
+    finally:
+        made.kill(cloud.stack, victim)
+    facts = {"host": victim}
+    try:
+        facts["taken_over_by"] = taker = wait_until(
+            lambda: cloud.home(node), lambda h: h not in (victim, None),
+            ha.LEASE + 3 * ha.PERIODIC + 30, "the build's node taken over")
+        ha.restart(cloud, made, taker)
+    finally:
+        compute_group(cloud, made, "release", f"nova-{made.name}", victim)
+    facts["status"] = out_of_build(cloud, server)["status"]
+    facts["node_offered"] = offered_again(cloud, made, node, 3 * ha.PERIODIC + 30)
+    facts["allocations_left"] = len(cloud.placement.allocations(server) or {})
+    facts["queued_builds_stranded"] = int(facts["status"] != "ERROR" or not facts["node_offered"]
+                                          or facts["allocations_left"] > 0)
+    cloud.nova.delete(server)
+    cloud.nova.wait_gone(server)
+    ha.restart(cloud, made, victim)
     return facts
 
 
@@ -1118,6 +1200,19 @@ def test_a_service_held_for_an_upgrade_keeps_its_servers_through_its_restart(our
 def test_an_operators_flag_is_kept_through_a_movers_cycle(ours):
     flag = ours["operator_flag"]
     assert flag["operator_flag_kept"] and flag["operator_flags_cleared"] == 0, flag
+
+
+@pytest.mark.every_instant
+def test_a_mover_that_resumes_after_it_was_fenced_writes_nothing(ours):
+    stale = ours["stale_mover"]
+    assert stale["finished"] and stale["self_fenced"] >= 1, stale
+    assert stale["stale_mover_writes"] == 0, stale
+
+
+@pytest.mark.every_instant
+def test_a_queued_build_is_ended_past_its_survivors_restart(ours):
+    queued = ours["queued_restart"]
+    assert queued["queued_builds_stranded"] == 0, queued
 
 
 def test_a_paused_service_that_resumes_acts_on_none_of_its_moved_servers(ours):
