@@ -352,6 +352,13 @@ def double_claimed_max_s(spans):
     return round(longest, 3)
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--ha-stories", default="", help="Only these of ours' stories, comma-separated "
+        "(test_ha.STORIES), on a fleet just started: a story's own run while it is being "
+        "built (select its tests with -k; point RP_BENCH_RESULTS elsewhere)")
+
+
 @pytest.fixture(scope="session")
 def cloud(nova_cloud_stack):
     stack = nova_cloud_stack

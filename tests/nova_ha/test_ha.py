@@ -200,12 +200,15 @@ def ours(cloud, request, tmp_path_factory):
     after stock's story, unless only the every_release part runs (``-m every_release``:
     the kill and the re-homing, their integrity)."""
     every_release_only = request.config.option.markexpr == "every_release"
-    if not every_release_only:
+    only = request.config.getoption("--ha-stories")
+    if not (every_release_only or only):
         request.getfixturevalue("stock")
     workdir = tmp_path_factory.mktemp("ours")
     made = ha.make_fleet(cloud.stack, cloud.nova, workdir, "ours", "rp_reporter", "shard-ha")
     with ha.running(cloud, made):  # the cloud goes on (tests/nova_cloud's, next)
-        if every_release_only:
+        if only:
+            yield some_stories(cloud, made, only.split(","))
+        elif every_release_only:
             _, facts = killed(cloud, made, "ours", rehomes=True)
             cloud.results.update(killed=dict(facts))
             yield facts
@@ -260,7 +263,7 @@ def ours_facts(cloud, made, every_instant):
         print(f"\nours, held for an upgrade, stopped and started: {facts['held']}")
         facts["stale_mover"] = mover_paused(cloud, made, facts["servers"])
         print(f"\nours, a mover paused mid-move and resumed after: {facts['stale_mover']}")
-        facts["queued_restart"] = queued_past_a_survivors_restart(cloud, made)
+        facts["queued_restart"] = queued_past_a_survivors_restart(cloud, made, facts["servers"])
         print(f"\nours, a queued build past a survivor's restart: {facts['queued_restart']}")
     # Before the pause: a paused service logs no release until it resumes, and the
     # spans read from the logs would count the pause as two managers.
@@ -315,6 +318,17 @@ def ours_facts(cloud, made, every_instant):
     for key in ("foreign_services_forced_down", "notification_errors", "upcalls",
                 "moves_left_unfinished"):
         facts[key] = cloud.results[key]
+    return facts
+
+
+def some_stories(cloud, made, names):
+    """Only the stories ``names`` (``--ha-stories``), on a fleet just started."""
+    ha.start_fleet(cloud, made)
+    servers = {}
+    facts = {}
+    for name in names:
+        facts[name] = STORIES[name](cloud, made, servers)
+        print(f"\nours, {name}: {facts[name]}")
     return facts
 
 
@@ -487,7 +501,7 @@ def mover_paused(cloud, made, servers, step="host"):
     return facts
 
 
-def queued_past_a_survivors_restart(cloud, made):
+def queued_past_a_survivors_restart(cloud, made, servers=None):
     """A build cast to a service that dies before it takes it, while an operator holds
     that service (so it is not fenced yet): the survivor that takes the build's node over
     reads the build there, then restarts before the hold is released.  Once released,
@@ -522,6 +536,10 @@ def queued_past_a_survivors_restart(cloud, made):
     cloud.nova.wait_gone(server)
     ha.restart(cloud, made, victim)
     return facts
+
+
+# The stories ``--ha-stories`` can run alone: (cloud, made, servers) -> facts.
+STORIES = {"stale_mover": mover_paused, "queued_restart": queued_past_a_survivors_restart}
 
 
 def story_server_deleted(cloud, servers, server):
