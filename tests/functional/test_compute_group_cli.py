@@ -34,6 +34,7 @@ def compute_group(stack):
     for host in ("compute-1", "compute-2"):
         record.join(host)
     record.forced_down("compute-2", "compute-1")
+    record.queue("compute-2", "node-1", {"server-1", "server-2"})
     yield name, record
     live.stop()
 
@@ -43,9 +44,10 @@ def test_show_and_forget_a_compute_groups_record(stack, cli, write_conf, compute
     conf = write_conf(coordination={"backend_url": stack.redis_url})
     code, rows, err = run_json(cli, "compute-group", "show", name, config_file=conf)
     assert code == 0, err
-    assert rows == [{"host": "compute-1", "live": True, "forced_down_by": "", "held_until": ""},
+    assert rows == [{"host": "compute-1", "live": True, "forced_down_by": "",
+                     "held_until": "", "queued_builds": 0},
                     {"host": "compute-2", "live": False, "forced_down_by": "compute-1",
-                     "held_until": ""}]
+                     "held_until": "", "queued_builds": 2}]
     code, out, err = cli("compute-group", "forget", name, "compute-2", config_file=conf)
     assert code == 0 and "compute-2 removed" in out, err
     assert record.members() == {"compute-1"} and record.movers() == {}

@@ -25,6 +25,8 @@ import json
 import pathlib
 import re
 import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -41,6 +43,7 @@ from tools import clients
 from tools.localstack import etcd
 from tools.localstack import nova
 from tools.localstack import process
+from tools.localstack.probes.sitecustomize import UPCALL
 from tools.wait import NotSeen
 from tools.wait import wait_for
 from tools.wait import wait_until
@@ -318,6 +321,10 @@ def ours_facts(cloud, made, every_instant):
     for key in ("foreign_services_forced_down", "notification_errors", "upcalls",
                 "moves_left_unfinished"):
         facts[key] = cloud.results[key]
+    # after the stories' count: the staged one is not theirs
+    facts["staged_upcall"] = staged_upcall(cloud, made)
+    print(f"\nours, a staged upcall: {facts['staged_upcall']}")
+    cloud.results["staged_upcall_counted"] = facts["staged_upcall"]["counted"]
     return facts
 
 
@@ -1029,9 +1036,42 @@ def notification_errors(cloud):
 
 def upcalls(cloud):
     """Calls of a compute service that needed the API database, which cell1's conductor
-    has not (the stack runs nova's superconductor layout): oslo.db's error for a
-    database with no connection configured, as the caller logs it."""
-    return in_nova_logs(cloud, "No sql_connection parameter is established")
+    has not (the stack runs nova's superconductor layout): each is logged by the stack's
+    probe in the conductor (``tools/localstack/probes``), whoever made it and whatever
+    it did with the error (nova's conductor logs it at DEBUG only, and a caller may
+    reword it or log nothing)."""
+    return in_nova_logs(cloud, UPCALL)
+
+
+# A deliberate upcall, as a compute service makes one: nova's objects through its cell's
+# conductor (nova-compute's own indirection), with the service's configuration.  A
+# flavor lives in the API database.
+STAGED_UPCALL = """
+import sys
+from nova import config, context, objects
+from nova.conductor import rpcapi
+from nova.objects import base
+config.parse_args(["nova-compute", "--config-file", sys.argv[1]])
+objects.register_all()
+base.NovaObject.indirection_api = rpcapi.ConductorAPI()
+try:
+    objects.Flavor.get_by_name(context.get_admin_context(), "rp-reporter-staged-upcall")
+except Exception as e:
+    print(type(e).__name__, str(e).splitlines()[0] if str(e) else "")
+"""
+
+
+def staged_upcall(cloud, made):
+    """One deliberate upcall from a compute service's configuration: the counter the
+    stories read (``upcalls``) moves by exactly one, so its 0 after them means none."""
+    before = upcalls(cloud)
+    conf = pathlib.Path(nova.conf_dir(cloud.stack), f"compute-{made.hosts[0]}.conf")
+    done = subprocess.run([sys.executable, "-c", STAGED_UPCALL, str(conf)],
+                          capture_output=True, text=True, timeout=180, check=False)
+    seen_within(lambda: upcalls(cloud) > before, 30)
+    time.sleep(2)  # a second line, were one call counted twice, would be there by now
+    return {"counted": upcalls(cloud) - before, "caller_saw": done.stdout.strip()[-300:],
+            "exit": done.returncode}
 
 
 def host_of(cloud, server):
@@ -1350,6 +1390,11 @@ def test_no_compute_service_reaches_for_the_api_database(ours):
     of a compute service's needing the API database: the group's record is in the
     coordination backend."""
     assert ours["upcalls"] == 0, ours["upcalls"]
+
+
+def test_the_upcall_counter_counts_a_staged_upcall(ours):
+    """The counter behind upcalls == 0 moves for a deliberate upcall, once."""
+    assert ours["staged_upcall"]["counted"] == 1, ours["staged_upcall"]
 
 
 def test_a_service_holding_only_a_record_it_took_over_is_mapped_by_service_alone(cloud):

@@ -51,6 +51,8 @@ VENV_PACKAGES = ("nova",)  # at the release's version (releases.pins)
 DRIVERS = {"stock": "ironic.IronicDriver", "rp_reporter": "rp_reporter.IronicDriver"}
 # Where nova-compute comes from: this Python's environment (rp_reporter[nova]).
 COMPUTE_BIN = os.path.dirname(sys.executable)
+# The cell conductors' upcall probe (a sitecustomize on their PYTHONPATH).
+PROBES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "probes")
 
 
 def venv_ready():
@@ -135,11 +137,14 @@ def cell_conductor_conf(stack, cell):
 
 
 def start_cell_conductor(stack, cell):
-    """The cell's bus (a virtual host) and its conductor."""
+    """The cell's bus (a virtual host) and its conductor, with the upcall probe (each
+    call that needed the API database, logged: ``probes/sitecustomize.py``)."""
     rabbitmq.ctl(stack, "add_vhost", cell)  # an error when it exists: that is fine
     rabbitmq.ctl(stack, "set_permissions", "-p", cell, "guest", ".*", ".*", ".*", check=True)
-    stack.service(cell_conductor(cell)).spawn([process.venv_bin("nova-conductor"),
-                                               "--config-file", cell_conductor_conf(stack, cell)])
+    path = os.pathsep.join(p for p in (PROBES, os.environ.get("PYTHONPATH")) if p)
+    stack.service(cell_conductor(cell)).spawn(
+        [process.venv_bin("nova-conductor"), "--config-file", cell_conductor_conf(stack, cell)],
+        env={"PYTHONPATH": path})
 
 
 def add_cell(stack, cell):
