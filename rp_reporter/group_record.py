@@ -28,6 +28,7 @@ conductors without ``[api_database]``) refuses.  The names::
     <group>:rp_reporter.record.v1:forced-down:<host>@<mover>  <mover> forced <host> down
     <group>:rp_reporter.record.v1:held:<host>@<until>          not fenced until <until>
     <group>:rp_reporter.record.v1:queued:<host>@<node>@<server>  a build cast to <host>
+    <group>:rp_reporter.record.v1:epoch:<random>                the record's life
 
 ``v1`` is the format's version: a later one reads these and writes its own beside
 them; each kind is read by its own prefix, so a release reads none of a kind it does
@@ -38,12 +39,15 @@ that took the build's node over, before anything is done with it, and erased onl
 the build is settled, so no failed round and no survivor's restart strands it.
 ``<until>`` is seconds since the epoch (UTC), an operator's bound for a service down
 on purpose (an upgrade, a reboot), read by each mover's clock. Hosts are lower-case,
-as nova compares them. A backend that loses its data loses the record too: a member
-records itself again at its start and after every lapse of its lease, a service forced
-down meanwhile stays down until an operator clears it (the one safe direction), and a
-hold is gone (the service is fenced once down past the lease and nova's
-service_down_time: hold it again).
+as nova compares them. A backend that loses its data loses the record too (a new
+``epoch`` says so): a member records itself again at its start and after every lapse
+of its lease, each live member writes back the members it saw, the movers' names it
+set and the holds it read whose bound is ahead (``fencing``), and a service forced down
+once no member that knew it lives stays down until an operator clears it (the one safe
+direction).
 """
+
+import uuid
 
 FORMAT = "rp_reporter.record.v1"
 
@@ -161,6 +165,29 @@ class GroupRecord:
         for node, servers in done.items():
             for server in servers:
                 self.names.remove_name(f"{self._queued(host)}@{node}@{server}")
+
+    def _epoch(self):
+        return f"{self._prefix}epoch:"
+
+    def holds_and_epoch(self):
+        """({host: until} as ``holds``, the record's epoch) in one read.  The epoch is a
+        name written once and gone only with the backend's data (a restart without
+        persistence, a flush), then written anew: a member that finds another epoch
+        than the one it knew knows that the record lost what it held, the holds
+        included, which only the members that saw them can write back."""
+        found = self.names.names(self._prefix)
+        holds = {}
+        for name in found:
+            if name.startswith(self._held()):
+                host, _, until = name[len(self._held()):].partition("@")
+                if until.isdigit():
+                    holds[host] = int(until)
+        epochs = sorted(n[len(self._epoch()):] for n in found if n.startswith(self._epoch()))
+        if epochs:
+            return holds, epochs[0]
+        epoch = uuid.uuid4().hex
+        self.names.add_name(self._epoch() + epoch)
+        return holds, epoch
 
     def forget(self, host):
         """``host`` was never a member (an operator's: decommissioned for good)."""

@@ -52,8 +52,10 @@ class _RecordCommand(app.CommandMixin):
 
 
 class Show(_RecordCommand, lister.Lister):
-    """One row per service ever a member of GROUP: whether it is a live member now, and
-    the mover that forced it down (empty: none did, or its flag was cleared)."""
+    """One row per service ever a member of GROUP: whether it is a live member now, the
+    mover that forced it down (empty: none did, or its flag was cleared), the end of an
+    operator's hold, and how many builds cast to it, never taken, are recorded for a
+    survivor to end once it is fenced."""
 
     def get_parser(self, prog_name):
         return _group_argument(super().get_parser(prog_name))
@@ -67,9 +69,10 @@ class Show(_RecordCommand, lister.Lister):
                         observer.get_members(parsed_args.group.encode()).get()}
             except membership.coordination.GroupNotCreated:
                 live = set()
-            holds = record.holds()
-        return (("host", "live", "forced_down_by", "held_until"),
-                [(host, host in live, movers.get(host, ""), _held_until(holds.get(host)))
+            holds, queued = record.holds(), record.queued()
+        return (("host", "live", "forced_down_by", "held_until", "queued_builds"),
+                [(host, host in live, movers.get(host, ""), _held_until(holds.get(host)),
+                  sum(len(servers) for servers in queued.get(host, {}).values()))
                  for host in sorted(members)])
 
 

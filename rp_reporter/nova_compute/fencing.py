@@ -64,6 +64,8 @@ class Fence:
         self._lifted = {}  # movers' names found with their flag lifted (group_record)
         self._forced_here = {}  # host: this mover, for the flags it set (write_back)
         self._held_said = set()  # (host, until) of the holds logged
+        self._holds_seen = {}  # {host: until} of the holds read, not ended (write-back)
+        self._epoch = None  # the group's record's epoch as last read (``group_record``)
 
     def fenced(self, ctxt, members):
         """{host: its last report} of the fenced compute services."""
@@ -87,12 +89,29 @@ class Fence:
                                           self._servicegroup_api().service_is_up(s), now)
               for s in services}
         down = {h for h, is_up in up.items() if not is_up}
-        # The holds are read only when a service is down: no backend read on a quiet round.
-        holds = self.ring.record.holds() if down else {}
+        holds = self._holds(time.time())
         held = rehoming.held_now(holds, time.time())  # the operator's bound: a wall clock
         self._say_held({h for h in down if h.lower() in held}, holds)
         return {host: reports[host]
                 for host in rehoming.fenced_services(up, members, CONF.host, held)}
+
+    def _holds(self, now):
+        """The operators' holds, read every round (one read, with the record's epoch):
+        a backend that lost its data (a new epoch) lost them too, and those this mover
+        saw whose bound is ahead are written back, as the members and the movers' names
+        are, or a held service would be fenced."""
+        holds, epoch = self.ring.record.holds_and_epoch()
+        if self._epoch is not None and epoch != self._epoch:
+            for host, until in sorted(self._holds_seen.items()):
+                if until > now and host not in holds:
+                    self.ring.record.hold(host, until)
+                    holds[host] = until
+                    LOG.warning("compute service %s: its hold (rp-reporter compute-group "
+                                "hold) was lost with the coordination backend's data; "
+                                "written back", host)
+        self._epoch = epoch
+        self._holds_seen = {host: until for host, until in holds.items() if until > now}
+        return holds
 
     def _say_held(self, hosts, holds):
         """Log each service down under an operator's hold, once a hold."""
@@ -121,6 +140,11 @@ class Fence:
                 return False
         if service is not None and not service.forced_down:  # none: no record to fence
             hooks.pause_after("fence decided")
+            if host.lower() in rehoming.held_now(self.ring.record.holds(), time.time()):
+                LOG.warning("compute service %s not forced down: an operator held it (rp-"
+                            "reporter compute-group hold) while its servers' nodes were "
+                            "read", host)
+                return False
             self.check(f"forcing compute service {host} down")
             self.ring.record.forced_down(host, CONF.host)
             self._forced_here[host.lower()] = CONF.host

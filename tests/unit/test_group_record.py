@@ -142,3 +142,15 @@ def test_builds_queued_to_a_service_that_left_are_kept_until_settled(backend):
     record.settled("h1", {"node-1": {"s1"}})  # idempotent
     assert record.queued() == {"h1": {"node-1": {"s2"}}, "h2": {"node-2": {"s3"}}}
     assert other.queued() == {"h1": {"node-9": {"s9"}}}
+
+
+def test_the_records_epoch_changes_only_when_the_backend_lost_its_data(backend):
+    record = group_record.GroupRecord("nova-a", backend.durable)
+    record.hold("h1", 2000)
+    holds, epoch = record.holds_and_epoch()
+    assert holds == {"h1": 2000} and record.holds_and_epoch() == (holds, epoch)
+    for name in backend.durable.names("nova-a:"):  # a flush, a restart without persistence
+        backend.durable.remove_name(name)
+    holds, again = record.holds_and_epoch()
+    assert holds == {} and again != epoch
+    assert record.holds_and_epoch() == ({}, again)

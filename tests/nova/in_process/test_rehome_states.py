@@ -27,6 +27,7 @@ from rp_reporter.nova_compute import claim
 from rp_reporter.nova_compute import coordinated_ring
 from rp_reporter.nova_compute import fencing
 from rp_reporter.nova_compute import guard
+from rp_reporter.nova_compute import hooks
 from rp_reporter.nova_compute import rehome
 from tests.nova.in_process.test_driver import CONF
 from tests.nova.in_process.test_driver import HOSTS
@@ -139,6 +140,50 @@ def test_a_member_held_down_for_an_upgrade_keeps_its_servers_until_the_hold_ends
     job.run_once(nova_context.get_admin_context())
     assert cell.moves == [("forced down", "ours-upgrading"), ("instance", server.uuid),
                           ("compute node", node)]
+
+
+def held_member(monkeypatch):
+    """A member down past its lease and service_down_time, with a server: (its server,
+    its node, the cell, the group's record, the job of a survivor that saw it live)."""
+    node = str(uuid.uuid4())
+    server = an_instance("ours-upgrading", node)
+    cell = Cell(monkeypatch, {HOSTS[0]: (False, 1), "ours-upgrading": (False, 3)},
+                {"ours-upgrading": [server]})
+    record = a_record({HOSTS[0], "ours-upgrading"})
+    job = rehoming_job({HOSTS[0]}, NodeLookup({node: server.uuid}), down=["ours-upgrading"],
+                       record=record)
+    job.ring.seen = {HOSTS[0], "ours-upgrading"}
+    return server, node, cell, record, job
+
+
+def test_a_hold_set_while_the_round_read_the_nodes_is_honoured(monkeypatch):
+    """The operator's hold lands between the round's read of the holds and the fence's
+    write (seconds: the scope's reads): the fence reads the holds again first."""
+    server, node, cell, record, job = held_member(monkeypatch)
+    monkeypatch.setattr(hooks, "pause_after", lambda step: step == "fence decided" and (
+        record.hold("ours-upgrading", time.time() + 600)))
+    job.run_once(nova_context.get_admin_context())
+    assert cell.moves == [] and record.movers() == {}
+
+
+def test_a_hold_lost_with_the_backends_data_is_written_back(monkeypatch, caplog):
+    """A backend restarted without persistence (or flushed) loses the record, holds
+    included; the members and the movers' names were written back by the survivors,
+    and now the holds they saw are too: the held service is not fenced."""
+    server, node, cell, record, job = held_member(monkeypatch)
+    record.hold("ours-upgrading", time.time() + 600)
+    job.run_once(nova_context.get_admin_context())
+    for name in record.names.names("nova-g:"):  # the backend's data gone
+        record.names.remove_name(name)
+    with caplog.at_level("WARNING"):
+        job.run_once(nova_context.get_admin_context())
+        job.run_once(nova_context.get_admin_context())
+    assert cell.moves == [] and record.movers() == {}
+    assert set(record.holds()) == {"ours-upgrading"}
+    assert "its hold (rp-reporter compute-group hold) was lost" in caplog.text
+    record.release("ours-upgrading")  # released by the operator: not written back
+    job.run_once(nova_context.get_admin_context())
+    assert record.holds() == {} and cell.moves[0] == ("forced down", "ours-upgrading")
 
 
 def test_a_server_whose_node_ironic_failed_to_answer_is_tried_again_next_round(
