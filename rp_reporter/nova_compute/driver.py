@@ -140,6 +140,13 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
         self._fence_check("a request to Ironic")
         return super().ironic_connection
 
+    def prepare_networks_before_block_device_mapping(self, instance, network_info):
+        super().prepare_networks_before_block_device_mapping(instance, network_info)
+        # nova's next write saves the server with no expected task state (its block
+        # device step): a service paused after its last VIF attach, whose server moved
+        # meanwhile, would put it back to BUILD on its new home.  It stops here first.
+        self._fence_check(f"nova's save of instance {instance.uuid} after its VIFs")
+
     def _wait_for_active(self, instance):
         # nova's poll of a deploy reads the instance before Ironic: a server moved away
         # while this service was paused would end its build here as a failure.

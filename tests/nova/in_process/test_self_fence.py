@@ -24,6 +24,7 @@ import uuid
 
 import pytest
 from nova import context as nova_context
+from nova.virt.ironic import driver as ironic_driver
 
 from rp_reporter.nova_compute import claim
 from rp_reporter.nova_compute import hooks
@@ -188,6 +189,28 @@ def test_a_deploy_in_flight_stops_before_it_reads_the_server_or_ironic(fence):
     fence.forced = False  # the next lapse, not forced down: nova's poll goes on
     fence.membership.lapses = 2
     assert driver.ironic_connection is ironic
+
+
+@pytest.mark.usefixtures("nova_config")
+def test_a_build_paused_after_its_vifs_stops_before_novas_unconditional_save(
+        fence, monkeypatch):
+    """nova's build saves the server right after the driver attached its VIFs, with no
+    expected task state (its block device step): a service paused after its last attach,
+    whose server moved meanwhile, put it back to BUILD on its new home and only spawn
+    fenced.  The driver's step now ends with the self-fence."""
+    driver = Fleet.driver("ours", FakeConnection([]))
+    driver._self_fence = fence.fence
+    attached = []
+
+    def attach_then_paused(self, instance, network_info):
+        attached.append(instance.uuid)
+        fence.membership.lapses, fence.forced = 1, True  # paused; moved and fenced
+    monkeypatch.setattr(ironic_driver.IronicDriver,
+                        "prepare_networks_before_block_device_mapping", attach_then_paused)
+    instance = an_instance(HOSTS[0], str(uuid.uuid4()))
+    with pytest.raises(Restarted, match="nova's save of instance"):
+        driver.prepare_networks_before_block_device_mapping(instance, [])
+    assert attached == [instance.uuid]
 
 
 class Exited(BaseException):
