@@ -12,10 +12,13 @@
 
 """A small HTTP proxy in front of a real service, for what the service cannot be
 made to do on demand: answer as an older release (its version headers capped),
-or fail some requests for a while.  Every request that reaches it is recorded with the
-time it arrived, so a test can measure when a client wrote."""
+or fail some requests for a while.  Every request that reaches it is recorded with
+the time it arrived, so a test can measure when a client wrote.  And a TCP relay
+that a test can cut, as a partition does."""
 
+import contextlib
 import http.server
+import socket
 import sys
 import threading
 import time
@@ -95,3 +98,79 @@ class Proxy:
     def close(self):
         self._server.shutdown()
         self._server.server_close()
+
+
+class TcpProxy:
+    """A TCP relay in front of a real service whose protocol is not HTTP (RabbitMQ's
+    AMQP, Redis), which a test can cut as a partition cuts it: while ``cut``, nothing
+    flows either way on any connection and a new one is accepted and never answered
+    (the client sees silence, not a refusal: its heartbeats and calls time out); healed,
+    the connections cut meanwhile are closed (their client gave up on them) and new
+    ones flow."""
+
+    def __init__(self, host, port):
+        self.upstream = (host, port)
+        self.cut = False
+        self._pairs = set()  # (client, upstream) sockets relayed
+        self._held = []  # clients accepted while cut
+        self._lock = threading.Lock()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:  # closed
+                return
+            if self.cut:
+                self._held.append(client)
+                continue
+            try:
+                pair = (client, socket.create_connection(self.upstream))
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._pairs.add(pair)
+            for source, sink in (pair, pair[::-1]):
+                threading.Thread(target=self._pump, args=(source, sink, pair),
+                                 daemon=True).start()
+
+    def _pump(self, source, sink, pair):
+        try:
+            while pair in self._pairs:
+                data = source.recv(65536)
+                if not data:
+                    break
+                while self.cut and pair in self._pairs:
+                    time.sleep(0.05)  # what arrives while cut never gets through
+                if pair in self._pairs:
+                    sink.sendall(data)
+        except OSError:
+            pass
+        self._drop(pair)
+
+    def _drop(self, pair):
+        with self._lock:
+            self._pairs.discard(pair)
+        for end in pair:
+            with contextlib.suppress(OSError):
+                end.close()
+
+    def heal(self):
+        """Flow again: what was cut is closed, new connections are relayed."""
+        with self._lock:
+            cut, self._pairs = list(self._pairs), set()
+        held, self._held = self._held, []
+        self.cut = False
+        for pair in cut:
+            self._drop(pair)
+        for client in held:
+            with contextlib.suppress(OSError):
+                client.close()
+
+    def close(self):
+        self.heal()
+        self._listener.close()

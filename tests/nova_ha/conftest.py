@@ -33,10 +33,12 @@ import pathlib
 import re
 import signal
 import time
+import urllib.parse
 
 import pytest
 
 from tests.functional.proxy import Proxy
+from tests.functional.proxy import TcpProxy
 from tools import clients
 from tools import localstack
 from tools.localstack import mariadb
@@ -89,6 +91,7 @@ class Fleet:
     nodes: list
     sections: dict            # host -> nova.conf sections
     proxies: dict = dataclasses.field(default_factory=dict)  # host -> its etcd proxy
+    bus_proxies: dict = dataclasses.field(default_factory=dict)  # host -> its bus relay
     logs: dict = dataclasses.field(default_factory=dict)     # host -> its log file
     deaths: dict = dataclasses.field(default_factory=dict)   # host -> [when it stopped]
     marks: dict = dataclasses.field(default_factory=dict)    # host -> log size at start
@@ -177,7 +180,9 @@ def nova_sections(extra=None):
     return sections
 
 
-def make_fleet(stack, nova_client, workdir, name, driver, shard):
+def make_fleet(stack, nova_client, workdir, name, driver, shard, bus_relay=False):
+    """Three compute services of ``driver``; ``bus_relay``: each reaches its cell's bus
+    through a relay of its own (``bus_proxies``), for the stories that cut one off."""
     hosts = [f"{name}-{i}" for i in (1, 2, 3)]
     ironic = clients.Ironic(stack.ironic_url, shard or None, auth=stack.admin_auth("baremetal"))
     resource_class = f"baremetal-ha-{name}"
@@ -197,6 +202,11 @@ def make_fleet(stack, nova_client, workdir, name, driver, shard):
                               "heartbeat": str(HEARTBEAT)}))
             extra = {"rp_reporter": {"peers_from": "coordination", "config_file": str(conf),
                                      "full_pass_every": str(FULL_PASS_EVERY)}}
+            if bus_relay:
+                bus = urllib.parse.urlsplit(nova.cell_transport_url(stack))
+                made.bus_proxies[host] = TcpProxy(bus.hostname, bus.port)
+                extra["DEFAULT"] = {"transport_url": bus._replace(netloc=bus.netloc.replace(
+                    f":{bus.port}", f":{made.bus_proxies[host].port}")).geturl()}
         made.sections[host] = nova_sections(extra)
     return made
 

@@ -207,7 +207,11 @@ def ours(cloud, request, tmp_path_factory):
     if not (every_release_only or only):
         request.getfixturevalue("stock")
     workdir = tmp_path_factory.mktemp("ours")
-    made = ha.make_fleet(cloud.stack, cloud.nova, workdir, "ours", "rp_reporter", "shard-ha")
+    every_instant = "not every_instant" not in (request.config.option.markexpr or "")
+    # the stories that cut one service off its bus: every_instant's, or asked by name
+    made = ha.make_fleet(cloud.stack, cloud.nova, workdir, "ours", "rp_reporter", "shard-ha",
+                         bus_relay=("cut_deploy" in only.split(",") if only
+                                    else every_instant and not every_release_only))
     with ha.running(cloud, made):  # the cloud goes on (tests/nova_cloud's, next)
         if only:
             yield some_stories(cloud, made, only.split(","))
@@ -219,7 +223,6 @@ def ours(cloud, request, tmp_path_factory):
             # A mover stopped at each instant of a move or a fence takes about two
             # minutes an instant: tox -e nova-ha runs them all; CI's nova-cloud runs
             # one (-m "not every_instant").
-            every_instant = "not every_instant" not in (request.config.option.markexpr or "")
             yield ours_facts(cloud, made, every_instant)
 
 
@@ -268,6 +271,9 @@ def ours_facts(cloud, made, every_instant):
         print(f"\nours, a mover paused mid-move and resumed after: {facts['stale_mover']}")
         facts["queued_restart"] = queued_past_a_survivors_restart(cloud, made, facts["servers"])
         print(f"\nours, a queued build past a survivor's restart: {facts['queued_restart']}")
+        facts["cut_deploy"] = cut_during_deploy(cloud, made)
+        print(f"\nours, cut off from the backend and the bus in a deploy: "
+              f"{facts['cut_deploy']}")
     # Before the pause: a paused service logs no release until it resumes, and the
     # spans read from the logs would count the pause as two managers.
     facts["double_claimed_max_s"] = ha.double_claimed_max_s(
@@ -317,7 +323,9 @@ def ours_facts(cloud, made, every_instant):
             stale_mover_writes=facts["stale_mover"]["stale_mover_writes"],
             stale_mover=facts["stale_mover"],
             queued_builds_stranded=facts["queued_restart"]["queued_builds_stranded"],
-            queued_restart=facts["queued_restart"])
+            queued_restart=facts["queued_restart"],
+            writes_while_record_unread=facts["cut_deploy"]["writes_while_record_unread"],
+            cut_deploy=facts["cut_deploy"])
     for key in ("foreign_services_forced_down", "notification_errors", "upcalls",
                 "moves_left_unfinished"):
         facts[key] = cloud.results[key]
@@ -546,7 +554,9 @@ def queued_past_a_survivors_restart(cloud, made, servers=None):
 
 
 # The stories ``--ha-stories`` can run alone: (cloud, made, servers) -> facts.
-STORIES = {"stale_mover": mover_paused, "queued_restart": queued_past_a_survivors_restart}
+STORIES = {"stale_mover": mover_paused, "queued_restart": queued_past_a_survivors_restart,
+           "cut_deploy": lambda cloud, made, servers: cut_during_deploy(cloud, made),
+           "staged_upcall": lambda cloud, made, servers: staged_upcall(cloud, made)}
 
 
 def story_server_deleted(cloud, servers, server):
@@ -916,6 +926,47 @@ def paused_during_deploy(cloud, made):
     return facts
 
 
+def cut_during_deploy(cloud, made, servers=None):
+    """A service cut off from the coordination backend and from its cell's bus (so from
+    nova-conductor, its own record included) while it deploys a server, and kept cut
+    past the move: the survivors fence it (its lease ended, its reports stopped) and
+    re-home the server (ERROR on its new home, its allocation, VIFs and node kept).  Its
+    deploy's thread goes on meanwhile, with Ironic, neutron and Placement still in
+    reach: after the lapse of its lease it cannot read its own record, and unknown is
+    stop: it restarts before it writes (it once logged that and went on, and its
+    build-failure path detached the node's VIFs, deleted the ports and gave back the
+    allocation of a server homed elsewhere).  Healed, it comes back."""
+    server, node, victim, staged = deploying(cloud, made, "ha-cut-deploying")
+    facts = {"host": victim, "staged": staged}
+    made.proxies[victim].answer = lambda method, path: (503, b"partitioned")
+    made.bus_proxies[victim].cut = True
+    try:
+        found = out_of_build(cloud, server)
+        facts.update(status=found["status"], moved_to=found["OS-EXT-SRV-ATTR:host"])
+        before = {"vifs": made.ironic.vifs(node),
+                  "allocation": bool(cloud.placement.allocations(server))}
+        # its conductor calls time out (nova's rpc_response_timeout, 60 s), then its
+        # threads act on what they were told, or stop
+        time.sleep(60 + 2 * ha.PERIODIC)
+        after = cloud.nova.server(server) or {}
+        facts.update(
+            vifs_before=len(before["vifs"]), vifs_after=len(made.ironic.vifs(node)),
+            allocation_kept=before["allocation"] and bool(cloud.placement.allocations(server)),
+            host_after=after.get("OS-EXT-SRV-ATTR:host"),
+            node_state_after=made.ironic.get(node)["provision_state"],
+            self_fenced=made.since(victim).count("self-fenced: "))
+    finally:
+        made.proxies[victim].answer = None
+        made.bus_proxies[victim].heal()
+    facts["writes_while_record_unread"] = (
+        int(facts["vifs_after"] < facts["vifs_before"]) + int(not facts["allocation_kept"])
+        + int(facts["host_after"] != facts["moved_to"])
+        + int(facts["node_state_after"] != "active"))
+    ha.restart(cloud, made, victim)
+    facts["node_freed"] = deleted_and_freed(cloud, made, server, node, timeout=120)
+    return facts
+
+
 def build_queued_to_the_dead(cloud, made):
     """A build cast to a service that dies before it takes it: the service is paused
     (SIGSTOP; nova still sees it up, so the scheduler books its node and casts the build
@@ -1265,6 +1316,14 @@ def test_a_mover_that_resumes_after_it_was_fenced_writes_nothing(ours):
     stale = ours["stale_mover"]
     assert stale["finished"] and stale["self_fenced"] >= 1, stale
     assert stale["stale_mover_writes"] == 0, stale
+
+
+@pytest.mark.every_instant
+def test_a_service_cut_off_in_a_deploy_writes_nothing_once_it_cannot_read_its_record(ours):
+    cut = ours["cut_deploy"]
+    assert cut["status"] == "ERROR" and cut["moved_to"] not in (None, cut["host"]), cut
+    assert cut["self_fenced"] >= 1 and cut["writes_while_record_unread"] == 0, cut
+    assert cut["node_freed"], cut
 
 
 @pytest.mark.every_instant

@@ -51,6 +51,10 @@ class Ironic:
     def get(self, node):
         return self._call("GET", f"/v1/nodes/{node}")
 
+    def vifs(self, node):
+        """The ids of the VIFs attached to ``node``."""
+        return [vif["id"] for vif in self._call("GET", f"/v1/nodes/{node}/vifs")["vifs"]]
+
     def find(self, node):
         """The node, or None when Ironic has no such node."""
         found = self._call("GET", f"/v1/nodes/{node}", expect=(200, 404))
