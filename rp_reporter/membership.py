@@ -32,6 +32,7 @@ its own clock stood still through the pause).
 
 import contextlib
 import logging
+import math
 import os
 import threading
 import time
@@ -224,6 +225,17 @@ class Group:
         """The live members as the backend answers now (one read; raises if it fails):
         a decision that must not rest on the last renewal's view."""
         return {m.decode() for m in self._client().get_members(self.group).get()}
+
+    def confirm(self):
+        """Whether the backend still has this member (one read; raises if it fails).  Not
+        there, the lease ended while this process's clocks stood still too (a VM paused
+        by its hypervisor): it is fenced from now until its next renewal, which counts
+        the lapse, so a writer learns it at once instead of a heartbeat later."""
+        if self.member_id in self.members_now():
+            return True
+        if self._last_renewal is not None:
+            self._last_renewal = -math.inf
+        return False
 
     def _client(self):
         if self._coordinator is None:

@@ -49,7 +49,7 @@ def _guarded(name, instance_at):
     def operation(self, *args, **kwargs):
         instance = kwargs["instance"] if "instance" in kwargs else args[instance_at]
         if getattr(self, "_rehoming", None) is not None:  # nova's tests may skip __init__
-            self._fence_check(name)
+            self._fence_check(name, confirm=True)
             guard.check(instance, name, self._metrics)
         try:
             return novas(self, *args, **kwargs)
@@ -126,10 +126,10 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
             listener.stop()
         super().cleanup_host(host)
 
-    def _fence_check(self, what):
+    def _fence_check(self, what, confirm=False):
         fence = getattr(self, "_self_fence", None)  # nova's tests may skip __init__
         if fence is not None:
-            fence.check(what)
+            fence.check(what, confirm)
 
     @property
     def ironic_connection(self):
@@ -145,12 +145,13 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
         # nova's next write saves the server with no expected task state (its block
         # device step): a service paused after its last VIF attach, whose server moved
         # meanwhile, would put it back to BUILD on its new home.  It stops here first.
-        self._fence_check(f"nova's save of instance {instance.uuid} after its VIFs")
+        self._fence_check(f"nova's save of instance {instance.uuid} after its VIFs",
+                          confirm=True)
 
     def _wait_for_active(self, instance):
         # nova's poll of a deploy reads the instance before Ironic: a server moved away
         # while this service was paused would end its build here as a failure.
-        self._fence_check(f"the wait for instance {instance.uuid}'s deploy")
+        self._fence_check(f"the wait for instance {instance.uuid}'s deploy", confirm=True)
         return super()._wait_for_active(instance)
 
     def get_available_nodes(self, refresh=False):

@@ -165,7 +165,7 @@ class Fence:
         now would undo that (a compute node record back on itself, a fence of a service
         that came back)."""
         if self.ring.self_fence is not None:
-            self.ring.self_fence.check(what)
+            self.ring.self_fence.check(what, confirm=True)
 
     def _servicegroup_api(self):
         if self._servicegroup is None:

@@ -125,7 +125,7 @@ def _guarded_build(handler, metrics, self_fence):
     @functools.wraps(handler)
     def build(*args, **kwargs):
         if self_fence is not None:
-            self_fence.check(f"nova's {BUILD}")
+            self_fence.check(f"nova's {BUILD}", confirm=True)
         arguments = signature.bind(*args, **kwargs).arguments
         instance = arguments.get("instance")
         if instance is not None and not still_building(instance):
@@ -157,7 +157,7 @@ def _guarded_request(name, handler, membership, metrics, self_fence):
     @functools.wraps(handler)
     def request(*args, **kwargs):
         if self_fence is not None:
-            self_fence.check(f"nova's {name}")
+            self_fence.check(f"nova's {name}", confirm=True)
         instance = (signature.bind(*args, **kwargs).arguments.get("instance")
                     or kwargs.get("instance"))
         reason = instance is not None and moved_away(instance, membership)

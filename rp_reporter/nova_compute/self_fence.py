@@ -85,9 +85,19 @@ class SelfFence:
         self._cleared = membership.lapses  # the lapses found harmless (or none yet)
         self._lock = threading.Lock()
 
-    def check(self, what):
+    def check(self, what, confirm=False):
         """Before this service acts (``what``, for the log): returns when it may act;
-        restarts it when it may have been fenced (never returns then, in production)."""
+        restarts it when it may have been fenced (never returns then, in production).
+        ``confirm``, before a write: the backend is asked whether it still has this
+        member, since a pause that its clocks did not see (a VM pause hides itself from
+        the guest's clocks) shows no lapse until the next renewal, a heartbeat later;
+        a backend that does not answer leaves it to the lease's own clock."""
+        if confirm and not self._lapsed():
+            try:
+                self.membership.confirm()
+            except Exception:  # noqa: BLE001 - no word from the backend: no evidence
+                LOG.debug("self-fence: the coordination backend did not confirm this "
+                          "member (before %s)", what, exc_info=True)
         if not self._lapsed():
             return
         with self._lock:

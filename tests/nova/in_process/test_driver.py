@@ -388,7 +388,7 @@ class NotLapsed:
     """A self-fence whose service's lease never lapsed: every check lets it act."""
 
     @staticmethod
-    def check(what):
+    def check(what, confirm=False):
         pass
 
 

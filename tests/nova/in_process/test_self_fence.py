@@ -43,9 +43,18 @@ from tests.nova.in_process.test_driver import rehoming_job
 
 
 class Membership:
-    """What the self-fence reads of a Group, set by the test."""
+    """What the self-fence reads of a Group, set by the test; ``dropped``: the backend
+    no longer has the member (True), or does not answer (an exception)."""
     fenced = False
     lapses = 0
+    dropped = False
+
+    def confirm(self):
+        if isinstance(self.dropped, Exception):
+            raise self.dropped
+        if self.dropped:
+            self.fenced = True  # as a Group: fenced until its next renewal
+        return not self.dropped
 
 
 class Restarted(Exception):
@@ -211,6 +220,27 @@ def test_a_build_paused_after_its_vifs_stops_before_novas_unconditional_save(
     with pytest.raises(Restarted, match="nova's save of instance"):
         driver.prepare_networks_before_block_device_mapping(instance, [])
     assert attached == [instance.uuid]
+
+
+@pytest.mark.usefixtures("nova_config")
+def test_a_pause_hidden_from_the_clocks_is_found_before_a_write(fence):
+    """A VM paused by its hypervisor: its clocks stood still too, so no lapse shows until
+    the next renewal.  A write (a driver operation, the wait of a deploy) asks the
+    backend first, which dropped the member: forced down meanwhile, it restarts.  A
+    request to Ironic alone does not ask (one per request would cost the periodic a
+    backend read a node), and a backend that does not answer is no evidence."""
+    driver = Fleet.driver("ours", FakeConnection([]))
+    driver._self_fence, driver._rehoming = fence.fence, object()
+    instance = an_instance(HOSTS[0], str(uuid.uuid4()))
+    fence.forced, fence.membership.dropped = True, True
+    driver.ironic_connection  # noqa: B018 - the property is the request's way in
+    assert fence.reads == 0
+    with pytest.raises(Restarted):
+        driver.destroy(nova_context.get_admin_context(), instance, None)
+    assert fence.reads == 1
+    fence.membership.fenced, fence.membership.dropped = False, RuntimeError("backend down")
+    driver._fence_check("a write", confirm=True)
+    assert fence.reads == 1
 
 
 class Exited(BaseException):

@@ -163,3 +163,20 @@ def test_a_renewal_is_counted_from_before_it_was_sent(tmp_path, monkeypatch):
         assert group._time_left() < 0.35
     finally:
         group.stop()
+
+
+def test_a_member_the_backend_dropped_is_fenced_as_soon_as_a_writer_asks(tmp_path):
+    """A pause its clocks did not see (a VM pause): the next renewal would find out, a
+    heartbeat later; a writer that asks the backend first finds out now."""
+    group = membership.Group(f"file://{tmp_path}", "rp", "me", heartbeat=0.1,
+                             lease=10.0).start()
+    try:
+        assert group.confirm() and not group.fenced
+        group._coordinator.leave_group(group.group).get()  # the backend dropped it
+        assert not group.fenced  # by its own clock: nothing happened
+        assert not group.confirm()
+        assert group.fenced and group.lapses == 0
+        group.tick()  # the renewal: a member again, the lapse counted
+        assert not group.fenced and group.lapses == 1 and group.confirm()
+    finally:
+        group.stop()
