@@ -271,6 +271,9 @@ def ours_facts(cloud, made, every_instant):
         print(f"\nours, a mover paused mid-move and resumed after: {facts['stale_mover']}")
         facts["queued_restart"] = queued_past_a_survivors_restart(cloud, made, facts["servers"])
         print(f"\nours, a queued build past a survivor's restart: {facts['queued_restart']}")
+        facts["hidden_pause"] = hidden_pause_during_deploy(cloud, made)
+        print(f"\nours, a deploy paused, the pause hidden from its clocks: "
+              f"{facts['hidden_pause']}")
         facts["cut_deploy"] = cut_during_deploy(cloud, made)
         print(f"\nours, cut off from the backend and the bus in a deploy: "
               f"{facts['cut_deploy']}")
@@ -325,6 +328,8 @@ def ours_facts(cloud, made, every_instant):
             queued_builds_stranded=facts["queued_restart"]["queued_builds_stranded"],
             queued_restart=facts["queued_restart"],
             writes_while_record_unread=facts["cut_deploy"]["writes_while_record_unread"],
+            hidden_pause_losses=facts["hidden_pause"]["hidden_pause_losses"],
+            hidden_pause=facts["hidden_pause"],
             cut_deploy=facts["cut_deploy"])
     for key in ("foreign_services_forced_down", "notification_errors", "upcalls",
                 "moves_left_unfinished"):
@@ -404,14 +409,15 @@ HOOK = "RP_REPORTER_TEST_REHOME_PAUSE_AFTER"  # hooks.pause_after
 
 
 def restarted_with(cloud, made, env):
-    """Every service restarted with ``env`` (a test hook's, or none), the fleet settled
+    """Every service restarted with ``env`` (a test hook's, or none; or host -> its env),
+    the fleet settled
     and each service reporting to nova since: nova's start-up has run (a build booked on
     a node of a service still starting is put in ERROR by nova's own start-up,
     ``_error_out_instances_whose_build_was_interrupted``)."""
     since = ha.utc_now()
     for host in made.hosts:
         if env:
-            made.envs[host] = dict(env)
+            made.envs[host] = dict(env(host) if callable(env) else env)
         else:
             made.envs.pop(host, None)
         made.start(cloud.stack, host)
@@ -556,7 +562,8 @@ def queued_past_a_survivors_restart(cloud, made, servers=None):
 # The stories ``--ha-stories`` can run alone: (cloud, made, servers) -> facts.
 STORIES = {"stale_mover": mover_paused, "queued_restart": queued_past_a_survivors_restart,
            "cut_deploy": lambda cloud, made, servers: cut_during_deploy(cloud, made),
-           "staged_upcall": lambda cloud, made, servers: staged_upcall(cloud, made)}
+           "staged_upcall": lambda cloud, made, servers: staged_upcall(cloud, made),
+           "hidden_pause": lambda cloud, made, servers: hidden_pause_during_deploy(cloud, made)}
 
 
 def story_server_deleted(cloud, servers, server):
@@ -885,7 +892,7 @@ def deleted_and_freed(cloud, made, server, node, timeout=60):
         return False
 
 
-def paused_during_deploy(cloud, made):
+def paused_during_deploy(cloud, made, hidden_by=None):
     """A service paused (SIGSTOP) while it deploys a server (nova's task state
     ``spawning``), past its lease and nova's service_down_time: the server is re-homed
     and ends in ERROR, as in ``killed_during_deploy``.  Then it resumes (SIGCONT) with
@@ -893,15 +900,19 @@ def paused_during_deploy(cloud, made):
     thread writes, so the server keeps its new home (nova's build-failure handler on the
     resumed service would clear its host and node and deallocate its ports), and its
     delete through the new home frees the node in Ironic (the node the resumed service
-    would otherwise have left deployed, owned by nothing)."""
+    would otherwise have left deployed, owned by nothing).  ``hidden_by``: {host: its
+    clock shim's offset file}, to hide the pause from the service's clocks."""
     server, node, victim, staged = deploying(cloud, made, "ha-paused-deploying")
     service = cloud.stack.service(f"nova-compute-{victim}")
     service.signal(signal.SIGSTOP)
+    paused_at = time.monotonic()
     facts = {"host": victim, "staged": staged}
     try:
         found = out_of_build(cloud, server)
     finally:
         resumed_at = time.time()
+        if hidden_by:
+            hidden_by[victim].write_text(f"{time.monotonic() - paused_at:.3f}")
         service.signal(signal.SIGCONT)
     moved_to = found["OS-EXT-SRV-ATTR:host"]
     facts.update(status=found["status"], moved_to=moved_to,
@@ -926,7 +937,7 @@ def paused_during_deploy(cloud, made):
     return facts
 
 
-def cut_during_deploy(cloud, made, servers=None):
+def cut_during_deploy(cloud, made):
     """A service cut off from the coordination backend and from its cell's bus (so from
     nova-conductor, its own record included) while it deploys a server, and kept cut
     past the move: the survivors fence it (its lease ended, its reports stopped) and
@@ -964,6 +975,27 @@ def cut_during_deploy(cloud, made, servers=None):
         + int(facts["node_state_after"] != "active"))
     ha.restart(cloud, made, victim)
     facts["node_freed"] = deleted_and_freed(cloud, made, server, node, timeout=120)
+    return facts
+
+
+def hidden_pause_during_deploy(cloud, made):
+    """``paused_during_deploy`` with the pause hidden from the service's clocks, as a VM
+    pause hides itself from the guest (its monotonic clock stops too): every service
+    runs with the stack's clock shim (tools/localstack/clock_shim), and at resume the
+    paused one's clocks are set back by the pause, realtime and monotonic both.  Its
+    lease then shows no lapse until its next renewal learns from the backend that it was
+    dropped; the deploy's thread acts before that, and must still stop first (a write
+    asks the backend)."""
+    offsets = {h: pathlib.Path(cloud.stack.workdir, f"clock-offset-{h}") for h in made.hosts}
+    for offset in offsets.values():
+        offset.write_text("0")
+    restarted_with(cloud, made, lambda host: {"PYTHONPATH": nova.CLOCK_SHIM,
+                                              "RP_TEST_CLOCK_OFFSET_FILE": str(offsets[host])})
+    try:
+        facts = paused_during_deploy(cloud, made, hidden_by=offsets)
+    finally:
+        restarted_with(cloud, made, None)
+    facts["hidden_pause_losses"] = facts.pop("spawns_lost")
     return facts
 
 
@@ -1324,6 +1356,13 @@ def test_a_service_cut_off_in_a_deploy_writes_nothing_once_it_cannot_read_its_re
     assert cut["status"] == "ERROR" and cut["moved_to"] not in (None, cut["host"]), cut
     assert cut["self_fenced"] >= 1 and cut["writes_while_record_unread"] == 0, cut
     assert cut["node_freed"], cut
+
+
+@pytest.mark.every_instant
+def test_a_deploy_paused_with_the_pause_hidden_from_its_clocks_stops_before_it_writes(ours):
+    hidden = ours["hidden_pause"]
+    assert hidden["staged"] and hidden["self_fenced"] >= 1, hidden
+    assert hidden["hidden_pause_losses"] == 0, hidden
 
 
 @pytest.mark.every_instant
