@@ -15,14 +15,22 @@
 import pytest
 
 
+def pytest_addoption(parser):
+    parser.addoption("--coordination", default=None, choices=("etcd", "redis"),
+                     help="The whole nova cloud's coordination backend (the nova-cloud "
+                          "profile's: etcd); the HA suite's stories run on either")
+
+
 @pytest.fixture(scope="session")
-def nova_cloud_stack(tmp_path_factory):
+def nova_cloud_stack(tmp_path_factory, request):
     """One whole nova cloud (localstack's nova-cloud profile) for the session: the
     nova_ha and nova_cloud suites run on the same one, each in its own Ironic shards,
     resource classes and compute hosts (a whole cloud takes minutes to start)."""
     from tools import localstack  # only the suites that run a whole nova need it
-    stack = localstack.LocalStack(str(tmp_path_factory.mktemp("cloud")),
-                                  **localstack.PROFILES["nova-cloud"])
+    shape = dict(localstack.PROFILES["nova-cloud"])
+    if request.config.getoption("--coordination"):
+        shape["coordination"] = request.config.getoption("--coordination")
+    stack = localstack.LocalStack(str(tmp_path_factory.mktemp("cloud")), **shape)
     try:
         stack.start()
         yield stack

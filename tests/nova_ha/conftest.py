@@ -90,12 +90,28 @@ class Fleet:
     ironic: clients.Ironic
     nodes: list
     sections: dict            # host -> nova.conf sections
-    proxies: dict = dataclasses.field(default_factory=dict)  # host -> its etcd proxy
+    # host -> the relay in front of its coordination backend (etcd's HTTP, Redis's TCP)
+    proxies: dict = dataclasses.field(default_factory=dict)
     bus_proxies: dict = dataclasses.field(default_factory=dict)  # host -> its bus relay
     logs: dict = dataclasses.field(default_factory=dict)     # host -> its log file
     deaths: dict = dataclasses.field(default_factory=dict)   # host -> [when it stopped]
     marks: dict = dataclasses.field(default_factory=dict)    # host -> log size at start
     envs: dict = dataclasses.field(default_factory=dict)     # host -> its test hooks' env
+
+    def cut_backend(self, host):
+        """``host`` cut off from its coordination backend (a partition)."""
+        proxy = self.proxies[host]
+        if isinstance(proxy, TcpProxy):
+            proxy.cut = True
+        else:
+            proxy.answer = lambda method, path: (503, b"partitioned")
+
+    def heal_backend(self, host):
+        proxy = self.proxies[host]
+        if isinstance(proxy, TcpProxy):
+            proxy.heal()
+        else:
+            proxy.answer = None
 
     def start(self, stack, host):
         """(Re)start ``host`` with its sections; what it logs from here is ``since``.
@@ -193,11 +209,10 @@ def make_fleet(stack, nova_client, workdir, name, driver, shard, bus_relay=False
     for host in hosts:
         extra = {}
         if driver == "rp_reporter":
-            made.proxies[host] = Proxy(stack.coordination_url.replace("etcd3+", ""))
             conf = pathlib.Path(workdir, f"rp_reporter-{host}.conf")
             conf.write_text(stack.reporter_conf(
                 DEFAULT={"host": host},
-                coordination={"backend_url": "etcd3+" + made.proxies[host].url,
+                coordination={"backend_url": backend_through_proxy(stack, made, host),
                               "group": f"nova-{name}", "lease": str(LEASE),
                               "heartbeat": str(HEARTBEAT)}))
             extra = {"rp_reporter": {"peers_from": "coordination", "config_file": str(conf),
@@ -209,6 +224,17 @@ def make_fleet(stack, nova_client, workdir, name, driver, shard, bus_relay=False
                     f":{bus.port}", f":{made.bus_proxies[host].port}")).geturl()}
         made.sections[host] = nova_sections(extra)
     return made
+
+
+def backend_through_proxy(stack, made, host):
+    """``host``'s [coordination] backend_url: the stack's backend behind a relay of its
+    own (``made.proxies``), so a test can cut that service alone off from it."""
+    if stack.coordination == "etcd":
+        made.proxies[host] = Proxy(stack.coordination_url.replace("etcd3+", ""))
+        return "etcd3+" + made.proxies[host].url
+    backend = urllib.parse.urlsplit(stack.coordination_url)
+    made.proxies[host] = TcpProxy(backend.hostname, backend.port)
+    return f"redis://127.0.0.1:{made.proxies[host].port}"
 
 
 @contextlib.contextmanager

@@ -43,6 +43,7 @@ from tools import clients
 from tools.localstack import etcd
 from tools.localstack import nova
 from tools.localstack import process
+from tools.localstack import redis
 from tools.localstack.probes.sitecustomize import UPCALL
 from tools.wait import NotSeen
 from tools.wait import wait_for
@@ -383,7 +384,7 @@ def partition(cloud, made, servers):
     its_servers = [s for s in servers if held[s] == cut]
     its_free = [n for n, h in homes.items() if h == cut and n not in servers.values()]
     cut_at = time.time()
-    made.proxies[cut].answer = lambda method, path: (503, b"partitioned")
+    made.cut_backend(cut)
     facts = {"host": cut, "free_nodes": len(its_free)}
     try:
         wait_for(lambda: all(cloud.home(n) not in (cut, None) for n in its_free)
@@ -398,7 +399,7 @@ def partition(cloud, made, servers):
                                          for s in its_servers), len(its_servers)]
         facts["nova_saw_it_up"] = cloud.nova.compute_up(cut)
     finally:
-        made.proxies[cut].answer = None
+        made.heal_backend(cut)
     healed_at = time.time()
     wait_for(lambda: ha.ring_logged(made, cut, healed_at), ha.LEASE + 3 * ha.PERIODIC + 30,
              "the healed service a ring member again")
@@ -691,7 +692,7 @@ class Flushing:
             self._stopped.wait(after)
             while not self._stopped.is_set():
                 try:
-                    etcd.flush(stack)
+                    (etcd if stack.coordination == "etcd" else redis).flush(stack)
                     self.count += 1
                 except OSError as e:  # a slow backend under a whole run's load: try again
                     self.errors.append(repr(e))
@@ -949,7 +950,7 @@ def cut_during_deploy(cloud, made):
     allocation of a server homed elsewhere).  Healed, it comes back."""
     server, node, victim, staged = deploying(cloud, made, "ha-cut-deploying")
     facts = {"host": victim, "staged": staged}
-    made.proxies[victim].answer = lambda method, path: (503, b"partitioned")
+    made.cut_backend(victim)
     made.bus_proxies[victim].cut = True
     try:
         found = out_of_build(cloud, server)
@@ -967,7 +968,7 @@ def cut_during_deploy(cloud, made):
             node_state_after=made.ironic.get(node)["provision_state"],
             self_fenced=made.since(victim).count("self-fenced: "))
     finally:
-        made.proxies[victim].answer = None
+        made.heal_backend(victim)
         made.bus_proxies[victim].heal()
     facts["writes_while_record_unread"] = (
         int(facts["vifs_after"] < facts["vifs_before"]) + int(not facts["allocation_kept"])

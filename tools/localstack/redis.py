@@ -24,3 +24,17 @@ def start(stack):
         "--appendonly", "no", "--dir", stack.service_dir(NAME)])
     process.wait_until(lambda: process.port_open(port), 30, "Redis")
     process.log(f"redis on {port}")
+
+
+def flush(stack):
+    """Delete every key (the backend losing its data: members, locks, all), as a restart
+    without persistence does; returns how many were deleted."""
+    import redis as redis_client  # the stack's client (tooz's redis driver brings it)
+
+    client = redis_client.Redis(host="127.0.0.1", port=stack.ports[NAME], socket_timeout=5)
+    try:
+        deleted = client.dbsize()
+        client.flushall()
+        return deleted
+    finally:
+        client.close()
