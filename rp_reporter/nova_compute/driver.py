@@ -31,6 +31,7 @@ from rp_reporter.nova_compute import guard
 from rp_reporter.nova_compute import metrics as driver_metrics
 from rp_reporter.nova_compute import node_listing
 from rp_reporter.nova_compute import options  # noqa: F401 - registers [rp_reporter]
+from rp_reporter.nova_compute import orphaned_nodes
 from rp_reporter.nova_compute import periodic
 from rp_reporter.nova_compute import rehome
 from rp_reporter.nova_compute import restart
@@ -76,6 +77,7 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
         self._ring = None  # peers_from = coordination: this service's CoordinatedRing
         self._rehoming = None  # and its re-homing job, where membership tracks liveness
         self._self_fence = None  # and then its self-fence (``self_fence``)
+        self._orphans = None  # deployed nodes nothing owns, looked for (``orphaned_nodes``)
         self._managed = set()  # peers_from = nova: the nodes managed here, as last logged
         self._metrics = driver_metrics.DriverMetrics()
         self._periodic = periodic.PeriodicNodes(CONF.rp_reporter.full_pass_every)
@@ -110,6 +112,9 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
                 if manager is not None:
                     guard.guard_manager(manager, self._ring.membership, self._metrics,
                                         self._self_fence)
+            if group.tracks_liveness and CONF.rp_reporter.orphaned_nodes_interval:
+                self._orphans = orphaned_nodes.OrphanWatch(
+                    self._ring, lambda: self.ironic_connection, self._metrics).start()
             if CONF.rp_reporter.metrics_bind:
                 self._metrics.serve(CONF.rp_reporter.metrics_bind,
                                     lambda: bool(self._ring.members()))

@@ -52,6 +52,16 @@ class DriverMetrics:
             "times in a row: nova's periodic then looks at no node for its age.",
             registry=self.registry)
 
+        self.orphaned_nodes = prom.Gauge(
+            "rp_reporter_orphaned_nodes",
+            "Deployed Ironic nodes of this service's ring whose server nova deleted more "
+            "than [rp_reporter] orphaned_nodes_grace ago: nothing owns them (at the last "
+            "look).", registry=self.registry)
+        self.orphaned_undeployed = prom.Counter(
+            "rp_reporter_orphaned_nodes_undeployed",
+            "Orphaned nodes undeployed ([rp_reporter] undeploy_orphaned_nodes).",
+            registry=self.registry)
+
     def serve(self, bind, member):
         """/metrics, and /healthz: 200 while ``member()`` (a live member of the group)."""
         return rp_metrics.serve(self, lambda: (member(), "member\n" if member() else

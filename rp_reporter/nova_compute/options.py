@@ -37,6 +37,20 @@ NOVA_OPTS = [
                      "(its lease gone and nova reporting it down), forcing it down first. "
                      "False: nobody moves them; an operator does, with nova-manage db "
                      "ironic_compute_node_move."),
+    cfg.IntOpt("orphaned_nodes_interval", default=600, min=0,
+               help="With peers_from = coordination: every this many seconds, each service "
+                    "looks at the deployed Ironic nodes its ring gives it for one whose "
+                    "server nova deleted (a delete while the server's compute service was "
+                    "down is a local delete in nova: Ironic keeps the node deployed for "
+                    "ever), logs each once and sets rp_reporter_orphaned_nodes. 0: never."),
+    cfg.IntOpt("orphaned_nodes_grace", default=3600, min=0,
+               help="A node is orphaned once nova deleted its server this many seconds ago "
+                    "(nova's own reaper, running_deleted_instance_action, acts first on a "
+                    "server's host that is up)."),
+    cfg.BoolOpt("undeploy_orphaned_nodes", default=False,
+                help="Undeploy each orphaned node (Ironic's provision state 'deleted': "
+                     "its cleaning, then available), after reading it and nova's record "
+                     "of its server again. Off: only said and counted."),
     cfg.IntOpt("full_pass_every", default=1, min=1,
                help="Which nodes nova's resource-tracker periodic (update_available_resource) "
                     "goes over. 1: every node, every periodic (nova's behaviour). N above 1, "

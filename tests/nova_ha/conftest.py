@@ -66,6 +66,7 @@ FUZZY_DELAY = 0
 # [rp_reporter] full_pass_every of ours: nova's periodic goes over the nodes that need it
 # in between (a build's group policy check asks the driver for its nodes then too).
 FULL_PASS_EVERY = 10
+ORPHAN_GRACE = 20  # [rp_reporter] orphaned_nodes_grace of ours (s)
 NODES = 9
 RESULTS = pathlib.Path(os.environ.get("RP_BENCH_RESULTS", "bench-results")) / (
     f"nova-ha{releases.venv_suffix()}.json")  # an older release's: nova-ha-<release>.json
@@ -216,7 +217,12 @@ def make_fleet(stack, nova_client, workdir, name, driver, shard, bus_relay=False
                               "group": f"nova-{name}", "lease": str(LEASE),
                               "heartbeat": str(HEARTBEAT)}))
             extra = {"rp_reporter": {"peers_from": "coordination", "config_file": str(conf),
-                                     "full_pass_every": str(FULL_PASS_EVERY)}}
+                                     "full_pass_every": str(FULL_PASS_EVERY),
+                                     # deployed nodes nothing owns: looked for and
+                                     # undeployed at the suite's pace
+                                     "orphaned_nodes_interval": str(PERIODIC),
+                                     "orphaned_nodes_grace": str(ORPHAN_GRACE),
+                                     "undeploy_orphaned_nodes": "True"}}
             if bus_relay:
                 bus = urllib.parse.urlsplit(nova.cell_transport_url(stack))
                 made.bus_proxies[host] = TcpProxy(bus.hostname, bus.port)

@@ -275,6 +275,8 @@ def ours_facts(cloud, made, every_instant):
         facts["hidden_pause"] = hidden_pause_during_deploy(cloud, made)
         print(f"\nours, a deploy paused, the pause hidden from its clocks: "
               f"{facts['hidden_pause']}")
+        facts["orphan"] = deleted_while_down(cloud, made, facts["servers"])
+        print(f"\nours, a server deleted while its service was down: {facts['orphan']}")
         facts["cut_deploy"] = cut_during_deploy(cloud, made)
         print(f"\nours, cut off from the backend and the bus in a deploy: "
               f"{facts['cut_deploy']}")
@@ -330,6 +332,8 @@ def ours_facts(cloud, made, every_instant):
             queued_restart=facts["queued_restart"],
             writes_while_record_unread=facts["cut_deploy"]["writes_while_record_unread"],
             hidden_pause_losses=facts["hidden_pause"]["hidden_pause_losses"],
+            orphaned_nodes_found=facts["orphan"]["orphaned_nodes_found"],
+            orphan=facts["orphan"],
             hidden_pause=facts["hidden_pause"],
             cut_deploy=facts["cut_deploy"])
     for key in ("foreign_services_forced_down", "notification_errors", "upcalls",
@@ -560,13 +564,6 @@ def queued_past_a_survivors_restart(cloud, made, servers=None):
     return facts
 
 
-# The stories ``--ha-stories`` can run alone: (cloud, made, servers) -> facts.
-STORIES = {"stale_mover": mover_paused, "queued_restart": queued_past_a_survivors_restart,
-           "cut_deploy": lambda cloud, made, servers: cut_during_deploy(cloud, made),
-           "staged_upcall": lambda cloud, made, servers: staged_upcall(cloud, made),
-           "hidden_pause": lambda cloud, made, servers: hidden_pause_during_deploy(cloud, made)}
-
-
 def story_server_deleted(cloud, servers, server):
     """A story's own server deleted (the fleet has 9 nodes, and each story of a mover
     stopped at an instant takes one): its node is free for the next."""
@@ -656,6 +653,41 @@ def held_for_an_upgrade(cloud, made, servers):
              "operable_after": cloud.nova.operable(server, timeout=60)}
     compute_group(cloud, made, "release", f"nova-{made.name}", victim)
     story_server_deleted(cloud, servers, server)
+    return facts
+
+
+def deleted_while_down(cloud, made, servers):
+    """A server deleted while its compute service is down is deleted locally by nova's
+    API (stock nova alike): its node stays deployed, owned by nothing.  The service is
+    held by an operator (so no survivor moves its server first), killed, and once nova
+    reports it down its server is deleted; the survivor the ring gives the node to finds
+    the node after the grace (``orphaned_nodes_grace``), says so once and, turned on in
+    this suite, undeploys it: the node is offered again.  A node whose server nova still
+    has is never touched (the server on the held service stays deployed)."""
+    victim, server = a_server_on_a_service(cloud, made, servers, "ha-orphan")
+    node = servers.pop(server)
+    kept = next((s for s in servers if host_of(cloud, s) == victim), None)
+    compute_group(cloud, made, "hold", f"nova-{made.name}", victim, "--minutes", "10")
+    made.kill(cloud.stack, victim)
+    facts = {"host": victim}
+    try:
+        wait_for(lambda: not cloud.nova.compute_up(victim), ha.SERVICE_DOWN + 30,
+                 "nova reporting the killed service down")
+        cloud.nova.delete(server)  # nova's API: a local delete
+        cloud.nova.wait_gone(server)
+        facts["left_deployed"] = made.ironic.get(node)["instance_uuid"] == server
+        facts["undeployed"] = seen_within(
+            lambda: made.ironic.get(node)["instance_uuid"] is None,
+            ha.ORPHAN_GRACE + 3 * ha.PERIODIC + 60)
+        facts["node_offered"] = offered_again(cloud, made, node, 3 * ha.PERIODIC + 60)
+        facts["said"] = sum(made.since(h).count(f"node {node} is deployed for server")
+                            for h in made.hosts if h != victim)
+        facts["kept_server_deployed"] = kept is None or made.ironic.get(
+            servers[kept])["instance_uuid"] == kept
+    finally:
+        ha.restart(cloud, made, victim)
+        compute_group(cloud, made, "release", f"nova-{made.name}", victim)
+    facts["orphaned_nodes_found"] = int(facts["said"] >= 1 and facts["undeployed"])
     return facts
 
 
@@ -1367,6 +1399,14 @@ def test_a_deploy_paused_with_the_pause_hidden_from_its_clocks_stops_before_it_w
 
 
 @pytest.mark.every_instant
+def test_a_node_left_deployed_by_a_local_delete_is_found_and_undeployed(ours):
+    orphan = ours["orphan"]
+    assert orphan["left_deployed"], orphan  # nova's local delete, as stock nova does
+    assert orphan["orphaned_nodes_found"] == 1 and orphan["said"] == 1, orphan
+    assert orphan["node_offered"] and orphan["kept_server_deployed"], orphan
+
+
+@pytest.mark.every_instant
 def test_a_queued_build_is_ended_past_its_survivors_restart(ours):
     queued = ours["queued_restart"]
     assert queued["queued_builds_stranded"] == 0, queued
@@ -1530,3 +1570,11 @@ def test_a_service_holding_only_a_record_it_took_over_is_mapped_by_service_alone
     assert first_mapped
     assert by_node == (False, []), by_node
     assert by_service == (True, [second]), by_service
+
+
+# The stories ``--ha-stories`` can run alone: (cloud, made, servers) -> facts.
+STORIES = {"stale_mover": mover_paused, "queued_restart": queued_past_a_survivors_restart,
+           "cut_deploy": lambda cloud, made, servers: cut_during_deploy(cloud, made),
+           "staged_upcall": lambda cloud, made, servers: staged_upcall(cloud, made),
+           "hidden_pause": lambda cloud, made, servers: hidden_pause_during_deploy(cloud, made),
+           "orphan": deleted_while_down}
