@@ -71,6 +71,8 @@ def document_breaches(root):
 # A document named by its path from the project's root (in code, samples, units, docs).
 DOC_PATH = re.compile(r"(?<![\w/.])doc/[\w./-]*\w\.(?:md|rst|json)\b")
 NAMING_TREES = ("rp_reporter", "etc", "share", "shims", "tools", "tests", "doc/source")
+# pbr's files made from the git history, which names what once was.
+HISTORY = {"ChangeLog", "AUTHORS"}
 
 
 def dangling_document_paths(root):
@@ -78,7 +80,8 @@ def dangling_document_paths(root):
     samples' option help too: a moved guide left them pointing at nothing)."""
     files = [root / "README.md", *(p for tree in NAMING_TREES
                                    for p in sorted((root / tree).rglob("*"))
-                                   if p.is_file() and "__pycache__" not in p.parts)]
+                                   if p.is_file() and "__pycache__" not in p.parts
+                                   and p.name not in HISTORY)]
     for path in files:
         try:
             text = path.read_text()
