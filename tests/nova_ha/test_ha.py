@@ -994,9 +994,11 @@ def cut_during_deploy(cloud, made):
         facts.update(status=found["status"], moved_to=found["OS-EXT-SRV-ATTR:host"])
         before = {"vifs": made.ironic.vifs(node),
                   "allocation": bool(cloud.placement.allocations(server))}
-        # its conductor calls time out (nova's rpc_response_timeout, 60 s), then its
-        # threads act on what they were told, or stop
-        time.sleep(60 + 2 * ha.PERIODIC)
+        # Its conductor calls time out (nova's rpc_response_timeout, 60 s: the deploy's
+        # save, then the self-fence's read of its record), then its threads act on what
+        # they were told, or stop: kept cut until it restarted, or long past that.
+        seen_within(lambda: made.since(victim).count("self-fenced: ") >= 1, 4 * 60)
+        time.sleep(2 * ha.PERIODIC)
         after = cloud.nova.server(server) or {}
         facts.update(
             vifs_before=len(before["vifs"]), vifs_after=len(made.ironic.vifs(node)),
