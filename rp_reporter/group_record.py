@@ -137,18 +137,25 @@ class GroupRecord:
     def holds(self):
         """{host: until} of every hold recorded, ended ones included (a name whose bound
         is not a number is no hold)."""
+        return self._holds_in(self.names.names(self._held()))
+
+    def _holds_in(self, names):
+        """{host: until} of the holds among ``names`` (the others are left out)."""
         found = (name[len(self._held()):].partition("@")
-                 for name in self.names.names(self._held()))
+                 for name in names if name.startswith(self._held()))
         return {host: int(until) for host, _, until in found if until.isdigit()}
 
     def _queued(self, host=""):
         return f"{self._prefix}queued:{host.lower()}"
 
+    def _queued_build(self, host, node, server):
+        return f"{self._queued(host)}@{node}@{server}"
+
     def queue(self, host, node, servers):
         """The builds of ``servers`` booked on ``node`` were cast to ``host``, which left
         before ``node`` was taken over (idempotent)."""
         for server in sorted(servers):
-            self.names.add_name(f"{self._queued(host)}@{node}@{server}")
+            self.names.add_name(self._queued_build(host, node, server))
 
     def queued(self):
         """{host: {node: servers}} of every build so recorded (one read)."""
@@ -164,7 +171,7 @@ class GroupRecord:
         """The builds ``done`` ({node: servers}) of ``host`` need nothing more."""
         for node, servers in done.items():
             for server in servers:
-                self.names.remove_name(f"{self._queued(host)}@{node}@{server}")
+                self.names.remove_name(self._queued_build(host, node, server))
 
     def _epoch(self):
         return f"{self._prefix}epoch:"
@@ -176,12 +183,7 @@ class GroupRecord:
         than the one it knew knows that the record lost what it held, the holds
         included, which only the members that saw them can write back."""
         found = self.names.names(self._prefix)
-        holds = {}
-        for name in found:
-            if name.startswith(self._held()):
-                host, _, until = name[len(self._held()):].partition("@")
-                if until.isdigit():
-                    holds[host] = int(until)
+        holds = self._holds_in(found)
         epochs = sorted(n[len(self._epoch()):] for n in found if n.startswith(self._epoch()))
         if epochs:
             return holds, epochs[0]
