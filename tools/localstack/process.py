@@ -208,8 +208,7 @@ def venv_install(venv, packages, create=False):
     libraries under its constraints file (releases.installer_options())."""
     log(f"installing {' '.join(packages)} into {venv}")
     if create:
-        shutil.rmtree(venv, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+        make_venv(venv)
     python = os.path.join(venv, "bin", "python")
     installer = uv()
     command = ([installer, "pip", "install", "--quiet", "--python", python] if installer
@@ -236,9 +235,31 @@ def _record(venv):
         return {"constraints": None, "packages": []}
 
 
+def base_python():
+    """This Python's own interpreter, outside any virtualenv it runs in: what a cached
+    virtualenv is made from.  Python 3.9 and 3.10 make a virtualenv from inside another
+    on the outer one's interpreter (their sys._base_executable is sys.executable there),
+    so a stack made from a tox environment lost its Python with that environment's
+    clone (CI's nova-cloud-2025.1: "No such file or directory: .../bin/python")."""
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    for prefix in (sys.base_exec_prefix, sys.base_prefix):
+        candidate = os.path.join(prefix, "bin", version)
+        if os.path.exists(candidate):
+            return candidate
+    return sys.executable
+
+
+def make_venv(venv):
+    """A new virtualenv at ``venv`` (whatever was there removed), on base_python()."""
+    shutil.rmtree(venv, ignore_errors=True)
+    subprocess.run([base_python(), "-m", "venv", venv], check=True)
+
+
 def venv_current(venv, packages=()):
-    """Whether ``venv`` was installed under the current release's constraints file, with
-    each of the requirements ``packages``."""
+    """Whether ``venv`` still has its interpreter and was installed under the current
+    release's constraints file, with each of the requirements ``packages``."""
+    if not os.path.exists(os.path.join(venv, "bin", "python")):  # dangling: made from a
+        return False                                             # Python since removed
     record = _record(venv)
     return (record["constraints"] == releases.constraints_file().read_text()
             and set(packages) <= set(record["packages"]))
