@@ -39,11 +39,11 @@ class Listener:
     the bus, and nova-compute's start must not (a bus down costs the notifications
     only: the next whole listing drops a deleted node all the same)."""
 
-    def __init__(self, start):
+    def __init__(self, start, name="rp_reporter-deleted-nodes"):
         self.server = None
         self._stopped = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(start,),
-                                        name="rp_reporter-deleted-nodes", daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(start,), name=name,
+                                        daemon=True)
         self._thread.start()
 
     def _run(self, start):

@@ -30,6 +30,7 @@ from rp_reporter.nova_compute import deleted_nodes
 from rp_reporter.nova_compute import guard
 from rp_reporter.nova_compute import metrics as driver_metrics
 from rp_reporter.nova_compute import node_listing
+from rp_reporter.nova_compute import operator_flags
 from rp_reporter.nova_compute import options  # noqa: F401 - registers [rp_reporter]
 from rp_reporter.nova_compute import orphaned_nodes
 from rp_reporter.nova_compute import periodic
@@ -68,6 +69,7 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
     _periodic = periodic.EVERY_NODE  # until __init__ (nova's tests may skip it)
     _listing = None
     _deletes = None  # the listener of Ironic's notifications of deleted nodes, if any
+    _operator_flags = None  # and of nova's service.update, where services are re-homed
 
     def __init__(self, virtapi, read_only=False):
         super().__init__(virtapi, read_only)
@@ -112,6 +114,8 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
                 if manager is not None:
                     guard.guard_manager(manager, self._ring.membership, self._metrics,
                                         self._self_fence)
+                # an operator's forced_down on a fenced service: not the mover's to clear
+                self._operator_flags = operator_flags.listen(self._ring.record)
             if group.tracks_liveness and CONF.rp_reporter.orphaned_nodes_interval:
                 self._orphans = orphaned_nodes.OrphanWatch(
                     self._ring, lambda: self.ironic_connection, self._metrics).start()
@@ -126,9 +130,11 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
 
     def cleanup_host(self, host):
         # nova's service stop: the notification listener's connection closed with it
-        listener, self._deletes = self._deletes, None
-        if listener is not None:
-            listener.stop()
+        for name in ("_deletes", "_operator_flags"):
+            listener = getattr(self, name)
+            setattr(self, name, None)
+            if listener is not None:
+                listener.stop()
         super().cleanup_host(host)
 
     def _fence_check(self, what, confirm=False):

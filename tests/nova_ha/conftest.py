@@ -226,8 +226,12 @@ def make_fleet(stack, nova_client, workdir, name, driver, shard, bus_relay=False
             if bus_relay:
                 bus = urllib.parse.urlsplit(nova.cell_transport_url(stack))
                 made.bus_proxies[host] = TcpProxy(bus.hostname, bus.port)
-                extra["DEFAULT"] = {"transport_url": bus._replace(netloc=bus.netloc.replace(
-                    f":{bus.port}", f":{made.bus_proxies[host].port}")).geturl()}
+                relayed = bus.netloc.replace(f":{bus.port}", f":{made.bus_proxies[host].port}")
+                extra["DEFAULT"] = {"transport_url": bus._replace(netloc=relayed).geturl()}
+                # its notifications' bus (the API's, same broker) through the same relay
+                top = urllib.parse.urlsplit(stack.transport_url)
+                extra["oslo_messaging_notifications"] = {
+                    "transport_url": top._replace(netloc=relayed).geturl()}
         made.sections[host] = nova_sections(extra)
     return made
 

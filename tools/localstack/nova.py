@@ -101,7 +101,10 @@ def common_sections(stack, host, transport_url=None):
         # task state outside nova's enum fails its payload, logged as an exception).
         "notifications": {"notification_format": "versioned",
                           "notify_on_state_change": "vm_and_task_state"},
-        "oslo_messaging_notifications": {"driver": "messagingv2"},
+        # and on one bus, the API's, from every cell (each service would notify on
+        # its own bus): where rp_reporter's computes hear the API's service.update
+        "oslo_messaging_notifications": {"driver": "messagingv2",
+                                         "transport_url": stack.transport_url},
     }
 
 
