@@ -28,6 +28,7 @@ from rp_reporter.nova_compute import content
 from rp_reporter.nova_compute import coordinated_ring
 from rp_reporter.nova_compute import deleted_nodes
 from rp_reporter.nova_compute import guard
+from rp_reporter.nova_compute import hooks
 from rp_reporter.nova_compute import metrics as driver_metrics
 from rp_reporter.nova_compute import node_listing
 from rp_reporter.nova_compute import operator_flags
@@ -153,6 +154,7 @@ class IronicDriver(content.ProviderContent, ironic_driver.IronicDriver):
 
     def prepare_networks_before_block_device_mapping(self, instance, network_info):
         super().prepare_networks_before_block_device_mapping(instance, network_info)
+        hooks.pause_after("vifs", of="the build")
         # nova's next write saves the server with no expected task state (its block
         # device step): a service paused after its last VIF attach, whose server moved
         # meanwhile, would put it back to BUILD on its new home.  It stops here first.

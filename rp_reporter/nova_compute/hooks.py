@@ -10,8 +10,9 @@
 # License for the specific language governing permissions and limitations
 # under the License.
 
-"""Test hooks of the re-homing job, not options: a test sets them in a nova-compute's
-environment to stop a mover at one instant of a move and kill it there (tests/nova_ha)."""
+"""Test hooks, not options: a test sets them in a nova-compute's environment to stop a
+mover at one instant of a move and kill it there, or a build at one instant of its own
+and cut or pause its service there (tests/nova_ha)."""
 
 import logging
 import os
@@ -28,8 +29,9 @@ PAUSE_AFTER, _, _PAUSE_S = os.environ.get("RP_REPORTER_TEST_REHOME_PAUSE_AFTER",
                                           "").partition("=")
 
 
-def pause_after(step):
-    """The test hook's pause, after ``step`` of a move (none unless it is asked)."""
+def pause_after(step, of="the move"):
+    """The test hook's pause, after ``step`` of a move (or ``of`` a build; none unless
+    it is asked)."""
     if step == PAUSE_AFTER:
-        LOG.warning("test hook: pausing %s s after the move's step %r", _PAUSE_S, step)
+        LOG.warning("test hook: pausing %s s after %s's step %r", _PAUSE_S, of, step)
         time.sleep(float(_PAUSE_S))

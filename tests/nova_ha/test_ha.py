@@ -279,6 +279,8 @@ def ours_facts(cloud, made, every_instant):
               f"{facts['hidden_pause']}")
         facts["orphan"] = deleted_while_down(cloud, made, facts["servers"])
         print(f"\nours, a server deleted while its service was down: {facts['orphan']}")
+        facts["paused_after_vifs"] = paused_after_its_vifs(cloud, made)
+        print(f"\nours, a build paused after its VIFs: {facts['paused_after_vifs']}")
         facts["cut_deploy"] = cut_during_deploy(cloud, made)
         print(f"\nours, cut off from the backend and the bus in a deploy: "
               f"{facts['cut_deploy']}")
@@ -338,6 +340,8 @@ def ours_facts(cloud, made, every_instant):
             orphaned_nodes_found=facts["orphan"]["orphaned_nodes_found"],
             orphan=facts["orphan"],
             hidden_pause=facts["hidden_pause"],
+            builds_stuck_after_pause=facts["paused_after_vifs"]["builds_stuck_after_pause"],
+            paused_after_vifs=facts["paused_after_vifs"],
             cut_deploy=facts["cut_deploy"])
     for key in ("foreign_services_forced_down", "notification_errors", "upcalls",
                 "moves_left_unfinished"):
@@ -897,6 +901,24 @@ def deploying(cloud, made, name):
     return server, node, victim, seen["status"] == "BUILD"
 
 
+# A build held right after its VIFs were attached (the test hook, ``hooks``), the step
+# nova's unconditional save follows: long enough for the move of its server.
+AFTER_VIFS = "vifs"
+VIFS_HOLD = FENCED_AFTER_KILL + 3 * ha.PERIODIC + 90
+
+
+def held_after_its_vifs(cloud, made, name):
+    """``deploying``, with every service restarted with the test hook's hold after a
+    build's VIFs (``VIFS_HOLD`` s), the server caught there: its service logged the
+    hold (the caller restarts the fleet without the hook afterwards)."""
+    restarted_with(cloud, made, {HOOK: f"{AFTER_VIFS}={VIFS_HOLD}"})
+    node, victim = a_free_node(cloud, made)
+    server = cloud.nova.boot(name, made.flavor, host=victim, node=node)
+    wait_for(lambda: f"after the build's step '{AFTER_VIFS}'" in made.since(victim), 180,
+             f"{server}'s build held after its VIFs on {victim}")
+    return server, node, victim, True
+
+
 def out_of_build(cloud, server):
     """The server once out of BUILD (a kill's fence and a move later), or as it is then."""
     try:
@@ -943,7 +965,7 @@ def deleted_and_freed(cloud, made, server, node, timeout=60):
         return False
 
 
-def paused_during_deploy(cloud, made, hidden_by=None):
+def paused_during_deploy(cloud, made, hidden_by=None, caught=None):
     """A service paused (SIGSTOP) while it deploys a server (nova's task state
     ``spawning``), past its lease and nova's service_down_time: the server is re-homed
     and ends in ERROR, as in ``killed_during_deploy``.  Then it resumes (SIGCONT) with
@@ -952,8 +974,9 @@ def paused_during_deploy(cloud, made, hidden_by=None):
     resumed service would clear its host and node and deallocate its ports), and its
     delete through the new home frees the node in Ironic (the node the resumed service
     would otherwise have left deployed, owned by nothing).  ``hidden_by``: {host: its
-    clock shim's offset file}, to hide the pause from the service's clocks."""
-    server, node, victim, staged = deploying(cloud, made, "ha-paused-deploying")
+    clock shim's offset file}, to hide the pause from the service's clocks; ``caught``:
+    how the build is caught (``deploying``, or ``held_after_its_vifs``)."""
+    server, node, victim, staged = (caught or deploying)(cloud, made, "ha-paused-deploying")
     service = cloud.stack.service(f"nova-compute-{victim}")
     service.signal(signal.SIGSTOP)
     paused_at = time.monotonic()
@@ -997,8 +1020,10 @@ def cut_during_deploy(cloud, made):
     reach: after the lapse of its lease it cannot read its own record, and unknown is
     stop: it restarts before it writes (it once logged that and went on, and its
     build-failure path detached the node's VIFs, deleted the ports and gave back the
-    allocation of a server homed elsewhere).  Healed, it comes back."""
-    server, node, victim, staged = deploying(cloud, made, "ha-cut-deploying")
+    allocation of a server homed elsewhere).  Healed, it comes back.  The build is
+    held after its VIFs (the test hook) when the cut comes: cut once nova's task state
+    read ``spawning``, a fake deploy had sometimes ended ACTIVE before the cut bit."""
+    server, node, victim, staged = held_after_its_vifs(cloud, made, "ha-cut-deploying")
     facts = {"host": victim, "staged": staged}
     made.cut_backend(victim)
     made.bus_proxies[victim].cut = True
@@ -1007,10 +1032,11 @@ def cut_during_deploy(cloud, made):
         facts.update(status=found["status"], moved_to=found["OS-EXT-SRV-ATTR:host"])
         before = {"vifs": made.ironic.vifs(node),
                   "allocation": bool(cloud.placement.allocations(server))}
-        # Its conductor calls time out (nova's rpc_response_timeout, 60 s: the deploy's
-        # save, then the self-fence's read of its record), then its threads act on what
-        # they were told, or stop: kept cut until it restarted, or long past that.
-        seen_within(lambda: made.since(victim).count("self-fenced: ") >= 1, 4 * 60)
+        # The hold ends, then its conductor calls time out (nova's rpc_response_timeout,
+        # 60 s: the self-fence's read of its record), then its threads act on what they
+        # were told, or stop: kept cut until it restarted, or long past that.
+        seen_within(lambda: made.since(victim).count("self-fenced: ") >= 1,
+                    VIFS_HOLD + 4 * 60)
         time.sleep(2 * ha.PERIODIC)
         after = cloud.nova.server(server) or {}
         facts.update(
@@ -1026,8 +1052,24 @@ def cut_during_deploy(cloud, made):
         int(facts["vifs_after"] < facts["vifs_before"]) + int(not facts["allocation_kept"])
         + int(facts["host_after"] != facts["moved_to"])
         + int(facts["node_state_after"] != "active"))
-    ha.restart(cloud, made, victim)
+    restarted_with(cloud, made, None)  # the hook off, every service
     facts["node_freed"] = deleted_and_freed(cloud, made, server, node, timeout=120)
+    return facts
+
+
+def paused_after_its_vifs(cloud, made, servers=None):
+    """A build paused (SIGSTOP) right after its last VIF attach, past the move of its
+    server, then resumed: nova's next write saves the instance with no expected task
+    state (its block-device step), and once put the moved server back in BUILD on its
+    new home.  The service must stop first (the self-fence at the end of the driver's
+    network step): the server stays in ERROR on its new home, and its delete frees the
+    node."""
+    try:
+        facts = paused_during_deploy(cloud, made, caught=held_after_its_vifs)
+    finally:
+        restarted_with(cloud, made, None)
+    facts["builds_stuck_after_pause"] = int(
+        facts["status_after_resume"] != "ERROR" or bool(facts["spawns_lost"]))
     return facts
 
 
@@ -1414,6 +1456,14 @@ def test_a_service_cut_off_in_a_deploy_writes_nothing_once_it_cannot_read_its_re
 
 
 @pytest.mark.every_instant
+def test_a_build_paused_after_its_vifs_ends_in_error_on_its_new_home(ours):
+    paused = ours["paused_after_vifs"]
+    assert paused["staged"] and paused["self_fenced"] >= 1, paused
+    assert paused["moved_to"] not in (None, paused["host"]), paused
+    assert paused["builds_stuck_after_pause"] == 0, paused
+
+
+@pytest.mark.every_instant
 def test_a_deploy_paused_with_the_pause_hidden_from_its_clocks_stops_before_it_writes(ours):
     hidden = ours["hidden_pause"]
     assert hidden["staged"] and hidden["self_fenced"] >= 1, hidden
@@ -1599,6 +1649,6 @@ STORIES = {"stale_mover": mover_paused, "queued_restart": queued_past_a_survivor
            "cut_deploy": lambda cloud, made, servers: cut_during_deploy(cloud, made),
            "staged_upcall": lambda cloud, made, servers: staged_upcall(cloud, made),
            "hidden_pause": lambda cloud, made, servers: hidden_pause_during_deploy(cloud, made),
-           "orphan": deleted_while_down,
+           "orphan": deleted_while_down, "paused_after_vifs": paused_after_its_vifs,
            **{f"operator_{how}": functools.partial(operator_flag_kept, how=how)
               for how in OPERATOR_FLAGS}}
