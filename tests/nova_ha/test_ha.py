@@ -907,11 +907,11 @@ AFTER_VIFS = "vifs"
 VIFS_HOLD = FENCED_AFTER_KILL + 3 * ha.PERIODIC + 90
 
 
-def held_after_its_vifs(cloud, made, name):
+def held_after_its_vifs(cloud, made, name, hold=VIFS_HOLD):
     """``deploying``, with every service restarted with the test hook's hold after a
-    build's VIFs (``VIFS_HOLD`` s), the server caught there: its service logged the
-    hold (the caller restarts the fleet without the hook afterwards)."""
-    restarted_with(cloud, made, {HOOK: f"{AFTER_VIFS}={VIFS_HOLD}"})
+    build's VIFs (``hold`` s), the server caught there: its service logged the hold (the
+    caller restarts the fleet without the hook afterwards)."""
+    restarted_with(cloud, made, {HOOK: f"{AFTER_VIFS}={hold}"})
     node, victim = a_free_node(cloud, made)
     server = cloud.nova.boot(name, made.flavor, host=victim, node=node)
     wait_for(lambda: f"after the build's step '{AFTER_VIFS}'" in made.since(victim), 180,
@@ -1065,7 +1065,9 @@ def paused_after_its_vifs(cloud, made, servers=None):
     network step): the server stays in ERROR on its new home, and its delete frees the
     node."""
     try:
-        facts = paused_during_deploy(cloud, made, caught=held_after_its_vifs)
+        # held just long enough to be paused there: the hold is over at the resume
+        facts = paused_during_deploy(cloud, made, caught=functools.partial(
+            held_after_its_vifs, hold=2 * SLACK))
     finally:
         restarted_with(cloud, made, None)
     facts["builds_stuck_after_pause"] = int(
