@@ -57,10 +57,20 @@ def fenced_services(up_by_service, live_members, me, held=frozenset()):
                   if not up and host.lower() not in spared)
 
 
-def held_now(holds, now):
-    """The hosts whose hold (``holds``: {host: until, seconds since the epoch}) has not
-    ended at ``now``."""
-    return {host for host, until in holds.items() if now < until}
+def hold_ends(holds, ends_before, now, monotonic_now):
+    """{(host, until): its end on this mover's monotonic clock} of ``holds`` ({host:
+    until, seconds since the epoch, by the operator's clock}).  A hold first read now
+    ends ``until - now`` seconds from ``monotonic_now``; one read before keeps the end
+    it was given then (``ends_before``): a step of this mover's wall clock after its
+    first read (NTP, an operator's ``date``) neither ends nor lengthens it."""
+    return {(host, until): ends_before.get((host, until), monotonic_now + until - now)
+            for host, until in holds.items()}
+
+
+def held_now(ends, monotonic_now):
+    """The hosts whose hold (``ends``: as ``hold_ends`` gives them) has not ended at
+    ``monotonic_now``."""
+    return {host for (host, _), end in ends.items() if monotonic_now < end}
 
 
 def nodes_to_move(instances, owns):

@@ -65,6 +65,7 @@ class Fence:
         self._forced_here = {}  # host: this mover, for the flags it set (write_back)
         self._held_said = set()  # (host, until) of the holds logged
         self._holds_seen = {}  # {host: until} of the holds read, not ended (write-back)
+        self._hold_ends = {}  # {(host, until): its end on the monotonic clock}
         self._epoch = None  # the group's record's epoch as last read (``group_record``)
 
     def fenced(self, ctxt, members):
@@ -90,7 +91,7 @@ class Fence:
               for s in services}
         down = {h for h, is_up in up.items() if not is_up}
         holds = self._holds(time.time())
-        held = rehoming.held_now(holds, time.time())  # the operator's bound: a wall clock
+        held = self._held_now(holds)
         self._say_held({h for h in down if h.lower() in held}, holds)
         return {host: reports[host]
                 for host in rehoming.fenced_services(up, members, CONF.host, held)}
@@ -112,6 +113,15 @@ class Fence:
         self._epoch = epoch
         self._holds_seen = {host: until for host, until in holds.items() if until > now}
         return holds
+
+    def _held_now(self, holds):
+        """The hosts of ``holds`` held now.  The operator's bound is a wall clock's (the
+        CLI host's), read against this mover's once, at its first read of the hold; its
+        end is kept on the monotonic clock from then (``rehoming.hold_ends``), so a step
+        of this mover's wall clock fences no held service."""
+        self._hold_ends = rehoming.hold_ends(holds, self._hold_ends, time.time(),
+                                             time.monotonic())
+        return rehoming.held_now(self._hold_ends, time.monotonic())
 
     def _say_held(self, hosts, holds):
         """Log each service down under an operator's hold, once a hold."""
@@ -140,7 +150,7 @@ class Fence:
                 return False
         if service is not None and not service.forced_down:  # none: no record to fence
             hooks.pause_after("fence decided")
-            if host.lower() in rehoming.held_now(self.ring.record.holds(), time.time()):
+            if host.lower() in self._held_now(self.ring.record.holds()):
                 LOG.warning("compute service %s not forced down: an operator held it (rp-"
                             "reporter compute-group hold) while its servers' nodes were "
                             "read", host)

@@ -37,13 +37,27 @@ def test_a_service_never_fences_itself_and_hosts_compare_without_case():
 def test_a_service_held_down_on_purpose_is_not_fenced_until_its_hold_ends():
     up = {"compute-2": False, "compute-3": False}
     holds = {"compute-2": 1000, "compute-3": 500}
-    held = rehoming.held_now(holds, now=600)
+    ends = rehoming.hold_ends(holds, {}, now=600, monotonic_now=50)
+    held = rehoming.held_now(ends, monotonic_now=50)
     assert held == {"compute-2"}  # compute-3's hold ended at 500
     assert rehoming.fenced_services(up, set(), "compute-1", held) == ["compute-3"]
     assert rehoming.fenced_services(up, set(), "compute-1", rehoming.held_now(
-        holds, now=1000)) == ["compute-2", "compute-3"]  # a hold ends at its bound
+        ends, monotonic_now=450)) == ["compute-2", "compute-3"]  # a hold ends at its bound
     assert rehoming.fenced_services({"Compute-2": False}, set(), "compute-1",
                                     {"compute-2"}) == []
+
+
+def test_a_hold_once_read_ends_by_the_movers_monotonic_clock_not_its_wall_clock():
+    holds = {"compute-2": 1000}
+    ends = rehoming.hold_ends(holds, {}, now=600, monotonic_now=50)  # 400 s left
+    # the wall clock stepped an hour ahead, the monotonic clock 10 s on
+    ends = rehoming.hold_ends(holds, ends, now=600 + 3600, monotonic_now=60)
+    assert rehoming.held_now(ends, monotonic_now=60) == {"compute-2"}
+    assert rehoming.held_now(ends, monotonic_now=450) == set()  # not lengthened either
+    # a new bound (the operator held it again) is a new hold, read now
+    ends = rehoming.hold_ends({"compute-2": 5000}, ends, now=600, monotonic_now=450)
+    assert rehoming.held_now(ends, monotonic_now=460) == {"compute-2"}
+    assert rehoming.hold_ends({}, ends, now=600, monotonic_now=460) == {}  # released
 
 
 def test_only_the_nodes_this_service_owns_are_moved_one_instance_each():

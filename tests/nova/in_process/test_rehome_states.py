@@ -166,6 +166,19 @@ def test_a_hold_set_while_the_round_read_the_nodes_is_honoured(monkeypatch):
     assert cell.moves == [] and record.movers() == {}
 
 
+def test_a_movers_wall_clock_stepped_past_a_hold_fences_no_held_service(monkeypatch):
+    """The mover read the hold, then its wall clock stepped an hour ahead (NTP, an
+    operator's ``date``): the hold ends by the mover's monotonic clock, not by its
+    wall clock, so the held service keeps its server."""
+    server, node, cell, record, job = held_member(monkeypatch)
+    record.hold("ours-upgrading", time.time() + 600)
+    job.run_once(nova_context.get_admin_context())
+    stepped = time.time() + 3600
+    monkeypatch.setattr(time, "time", lambda: stepped)
+    job.run_once(nova_context.get_admin_context())
+    assert cell.moves == [] and record.movers() == {}
+
+
 def test_a_hold_lost_with_the_backends_data_is_written_back(monkeypatch, caplog):
     """A backend restarted without persistence (or flushed) loses the record, holds
     included; the members and the movers' names were written back by the survivors,
