@@ -270,6 +270,9 @@ def ours_facts(cloud, made, every_instant):
         print(f"\nours, an operator's flag through a mover's cycle: {facts['operator_flags']}")
         facts["held"] = held_for_an_upgrade(cloud, made, facts["servers"])
         print(f"\nours, held for an upgrade, stopped and started: {facts['held']}")
+        facts["held_faults"] = [held_for_an_upgrade(cloud, made, facts["servers"], fault)
+                                for fault in HOLD_FAULTS]
+        print(f"\nours, held through a mover's clock step, a flush: {facts['held_faults']}")
         facts["stale_mover"] = mover_paused(cloud, made, facts["servers"])
         print(f"\nours, a mover paused mid-move and resumed after: {facts['stale_mover']}")
         facts["queued_restart"] = queued_past_a_survivors_restart(cloud, made, facts["servers"])
@@ -331,6 +334,8 @@ def ours_facts(cloud, made, every_instant):
                                        for f in facts["operator_flags"]),
             operator_flags=facts["operator_flags"], held_for_an_upgrade=facts["held"],
             held_fenced_or_moved=facts["held"]["fenced_or_moved_while_held"],
+            holds_bypassed=sum(f["fenced_or_moved_while_held"] for f in facts["held_faults"]),
+            held_faults=facts["held_faults"],
             stale_mover_writes=facts["stale_mover"]["stale_mover_writes"],
             stale_mover=facts["stale_mover"],
             queued_builds_stranded=facts["queued_restart"]["queued_builds_stranded"],
@@ -656,23 +661,48 @@ def compute_group(cloud, made, *args):
     return operator_cli(cloud.stack, "compute-group", *args)
 
 
-def held_for_an_upgrade(cloud, made, servers):
+HOLD_FAULTS = ("clock_step", "flush")  # what a hold must survive (``held_for_an_upgrade``)
+
+
+def held_for_an_upgrade(cloud, made, servers, fault=None):
     """A restart for an upgrade is not a death: an operator holds a service
     (``compute-group hold``), stops it past its lease and nova's service_down_time,
     and starts it again.  It is never forced down, its server never moves, and the
-    server is operable once it is back; then the hold is released."""
-    victim, server = a_server_on_a_service(cloud, made, servers, "ha-held")
-    compute_group(cloud, made, "hold", f"nova-{made.name}", victim, "--minutes", "10")
-    made.kill(cloud.stack, victim)  # the worst a stop can be
-    forced = seen_within(lambda: bool(cloud.nova.compute_service(victim)["forced_down"])
-                         or host_of(cloud, server) != victim,
-                         FENCED_AFTER_KILL + 3 * ha.PERIODIC + SLACK)
-    ha.restart(cloud, made, victim)
-    facts = {"victim": victim, "fenced_or_moved_while_held": int(forced),
-             "server_stayed": host_of(cloud, server) == victim,
-             "operable_after": cloud.nova.operable(server, timeout=60)}
-    compute_group(cloud, made, "release", f"nova-{made.name}", victim)
-    story_server_deleted(cloud, servers, server)
+    server is operable once it is back; then the hold is released.  ``fault``, while
+    it is down: "clock_step", every other service's wall clock stepped past the hold's
+    bound (their monotonic clocks go on); "flush", the coordination backend flushed
+    (the holds lost with the rest of the record: written back by the survivors)."""
+    steps = {}
+    if fault == "clock_step":
+        steps = {h: pathlib.Path(cloud.stack.workdir, f"clock-step-{h}") for h in made.hosts}
+        for step in steps.values():
+            step.write_text("0")
+        restarted_with(cloud, made, lambda host: {
+            "PYTHONPATH": nova.CLOCK_SHIM, "RP_TEST_CLOCK_STEP": "1",
+            "RP_TEST_CLOCK_OFFSET_FILE": str(steps[host])})
+    try:
+        victim, server = a_server_on_a_service(cloud, made, servers, f"ha-held-{fault}")
+        compute_group(cloud, made, "hold", f"nova-{made.name}", victim, "--minutes", "10")
+        time.sleep(ha.REPORT + SLACK)  # every mover's round read the hold
+        made.kill(cloud.stack, victim)  # the worst a stop can be
+        if fault == "clock_step":
+            for host, step in steps.items():
+                if host != victim:  # the movers': an hour ahead, past the 10 minutes
+                    step.write_text(str(-3600))
+        elif fault == "flush":
+            (etcd if cloud.stack.coordination == "etcd" else redis).flush(cloud.stack)
+        forced = seen_within(lambda: bool(cloud.nova.compute_service(victim)["forced_down"])
+                             or host_of(cloud, server) != victim,
+                             FENCED_AFTER_KILL + 3 * ha.PERIODIC + SLACK)
+        ha.restart(cloud, made, victim)
+        facts = {"victim": victim, "fault": fault, "fenced_or_moved_while_held": int(forced),
+                 "server_stayed": host_of(cloud, server) == victim,
+                 "operable_after": cloud.nova.operable(server, timeout=60)}
+        compute_group(cloud, made, "release", f"nova-{made.name}", victim)
+        story_server_deleted(cloud, servers, server)
+    finally:
+        if steps:
+            restarted_with(cloud, made, None)
     return facts
 
 
@@ -1435,6 +1465,15 @@ def test_a_service_held_for_an_upgrade_keeps_its_servers_through_its_restart(our
 
 
 @pytest.mark.every_instant
+@pytest.mark.parametrize("fault", HOLD_FAULTS)
+def test_a_hold_survives_a_movers_clock_step_and_a_flushed_backend(ours, fault):
+    held = ours.get(f"held_{fault}") or next(  # its story alone (--ha-stories), or all
+        f for f in ours["held_faults"] if f["fault"] == fault)
+    assert held["fenced_or_moved_while_held"] == 0 and held["server_stayed"], held
+    assert held["operable_after"], held
+
+
+@pytest.mark.every_instant
 @pytest.mark.parametrize("how", list(OPERATOR_FLAGS))
 def test_an_operators_flag_is_kept_through_a_movers_cycle(ours, how):
     flag = ours.get(f"operator_{how}") or next(  # its story alone (--ha-stories), or all
@@ -1651,6 +1690,8 @@ STORIES = {"stale_mover": mover_paused, "queued_restart": queued_past_a_survivor
            "cut_deploy": lambda cloud, made, servers: cut_during_deploy(cloud, made),
            "staged_upcall": lambda cloud, made, servers: staged_upcall(cloud, made),
            "hidden_pause": lambda cloud, made, servers: hidden_pause_during_deploy(cloud, made),
+           **{f"held_{fault}": functools.partial(held_for_an_upgrade, fault=fault)
+              for fault in HOLD_FAULTS},
            "orphan": deleted_while_down, "paused_after_vifs": paused_after_its_vifs,
            **{f"operator_{how}": functools.partial(operator_flag_kept, how=how)
               for how in OPERATOR_FLAGS}}

@@ -16,7 +16,9 @@ interpreter whose PYTHONPATH names this folder, where RP_TEST_CLOCK_OFFSET_FILE 
 file, ``time.time`` and ``time.monotonic`` (and their ``_ns``) read the system's clocks
 less the file's number of seconds.  A test pauses the process (SIGSTOP), writes the
 pause's length there, and resumes it: what the process reads of time then goes on from
-where it stopped.
+where it stopped.  With RP_TEST_CLOCK_STEP set, ``time.time`` alone is shifted: a step
+of the wall clock (-3600 in the file steps it an hour ahead), the monotonic clock goes
+on.
 
 Not libfaketime: Debian's 0.9.10 fakes CLOCK_MONOTONIC in C, and Python 3.11's
 ``threading.Event.wait(0.5)`` never returned under it (with or without
@@ -27,7 +29,7 @@ import os
 import time
 
 
-def _shift(path):
+def _shift(path, realtime_only=False):
     real = {name: getattr(time, name)
             for name in ("time", "monotonic", "time_ns", "monotonic_ns")}
     read = {"offset": 0.0, "at": float("-inf")}
@@ -44,10 +46,13 @@ def _shift(path):
         return read["offset"]
 
     time.time = lambda: real["time"]() - offset()
-    time.monotonic = lambda: real["monotonic"]() - offset()
     time.time_ns = lambda: real["time_ns"]() - int(offset() * 1e9)
+    if realtime_only:  # a step of the wall clock (NTP, ``date``): monotonic goes on
+        return
+    time.monotonic = lambda: real["monotonic"]() - offset()
     time.monotonic_ns = lambda: real["monotonic_ns"]() - int(offset() * 1e9)
 
 
 if __name__ == "sitecustomize" and os.environ.get("RP_TEST_CLOCK_OFFSET_FILE"):
-    _shift(os.environ["RP_TEST_CLOCK_OFFSET_FILE"])
+    _shift(os.environ["RP_TEST_CLOCK_OFFSET_FILE"],
+           realtime_only=bool(os.environ.get("RP_TEST_CLOCK_STEP")))
