@@ -93,9 +93,10 @@ class GroupRecord:
         """What a live member knows that the backend lost (its data gone: a restart
         without persistence, a flush), written again: ``seen``, the members it saw live;
         ``mine``, the hosts it forced down, of which those ``forced`` ({host: whether
-        nova has it forced down}) still says are.  So the record outlives the backend's
-        data as long as one member that knew it lives.  Returns (members, movers) as
-        recorded now."""
+        nova has it forced down}) still says are (given only once the record's epoch
+        says the data was lost: a mover's name dropped on purpose stays dropped).  So the
+        record outlives the backend's data as long as one member that knew it lives.
+        Returns (members, movers) as recorded now."""
         members, movers = self.members(), self.movers()
         for host in set(seen) - members:
             self.join(host)

@@ -77,9 +77,19 @@ class Fence:
         services = objects.ServiceList.get_by_binary(ctxt, "nova-compute",
                                                      include_disabled=True)
         forced = {s.host.lower(): s.forced_down for s in services}
-        self._forced_here = {h: m for h, m in self._forced_here.items() if forced.get(h)}
-        recorded, movers = self.ring.record.write_back(self.ring.seen, self._forced_here,
-                                                       forced)
+        # One read of the holds and the record's epoch: a new epoch, the backend lost
+        # its data, and this mover writes back what it knew (``group_record``).
+        holds, epoch = self.ring.record.holds_and_epoch()
+        lost = self._epoch is not None and epoch != self._epoch
+        recorded, movers = self.ring.record.write_back(
+            self.ring.seen, self._forced_here if lost else {}, forced)
+        # This mover's names gone with no loss were dropped on purpose (the service
+        # cleared its flag, or an operator took the flag over: ``operator_flags``):
+        # never written back later.
+        self._forced_here = {h: m for h, m in self._forced_here.items()
+                             if forced.get(h) and h in movers}
+        holds = self._holds(holds, lost, time.time())
+        self._epoch = epoch  # once written back: a failed round writes back at the next
         services = [s for s in services if s.host.lower() in recorded]
         # A mover's name whose flag an operator lifted goes, whether or not its service
         # is back to drop it (an operator's flag set later is then never a mover's).
@@ -90,19 +100,17 @@ class Fence:
                                           self._servicegroup_api().service_is_up(s), now)
               for s in services}
         down = {h for h, is_up in up.items() if not is_up}
-        holds = self._holds(time.time())
         held = self._held_now(holds)
         self._say_held({h for h in down if h.lower() in held}, holds)
         return {host: reports[host]
                 for host in rehoming.fenced_services(up, members, CONF.host, held)}
 
-    def _holds(self, now):
-        """The operators' holds, read every round (one read, with the record's epoch):
-        a backend that lost its data (a new epoch) lost them too, and those this mover
-        saw whose bound is ahead are written back, as the members and the movers' names
-        are, or a held service would be fenced."""
-        holds, epoch = self.ring.record.holds_and_epoch()
-        if self._epoch is not None and epoch != self._epoch:
+    def _holds(self, holds, lost, now):
+        """The operators' ``holds`` as read this round: where the backend ``lost`` its
+        data it lost them too, and those this mover saw whose bound is ahead are written
+        back, as the members and the movers' names are, or a held service would be
+        fenced."""
+        if lost:
             for host, until in sorted(self._holds_seen.items()):
                 if until > now and host not in holds:
                     self.ring.record.hold(host, until)
@@ -110,7 +118,6 @@ class Fence:
                     LOG.warning("compute service %s: its hold (rp-reporter compute-group "
                                 "hold) was lost with the coordination backend's data; "
                                 "written back", host)
-        self._epoch = epoch
         self._holds_seen = {host: until for host, until in holds.items() if until > now}
         return holds
 

@@ -359,6 +359,21 @@ def test_an_operators_flag_set_after_it_lifted_a_movers_is_kept(monkeypatch):
     assert service.saved == [] and service.forced_down
 
 
+def test_a_movers_name_an_operator_took_over_is_not_written_back(monkeypatch):
+    """A mover forced a dead service down; the operator set the flag again (nova's
+    service.update under the operator's user: ``operator_flags`` drops the mover's
+    name).  The mover's next rounds leave the name dropped (written back only after
+    the backend lost its data), so the service's restart leaves the operator's flag."""
+    server, node, cell, record, job = held_member(monkeypatch)
+    job.run_once(nova_context.get_admin_context())
+    assert cell.moves[0] == ("forced down", "ours-upgrading")
+    assert record.movers() == {"ours-upgrading": HOSTS[0]}
+    record.cleared("ours-upgrading")  # the operator's save, heard
+    job.run_once(nova_context.get_admin_context())
+    job.run_once(nova_context.get_admin_context())
+    assert record.movers() == {}
+
+
 def test_a_movers_name_whose_flag_an_operator_lifted_goes_while_its_service_is_dead(
         monkeypatch):
     """A mover forced a dead service down; an operator lifted the flag while the service
