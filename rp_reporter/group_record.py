@@ -41,8 +41,9 @@ the build is settled, so no failed round and no survivor's restart strands it.
 on purpose (an upgrade, a reboot), read by each mover's clock. Hosts are lower-case,
 as nova compares them. A backend that loses its data loses the record too (a new
 ``epoch`` says so): a member records itself again at its start and after every lapse
-of its lease, each live member writes back the members it saw, the movers' names it
-set and the holds it read whose bound is ahead (``fencing``), and a service forced down
+of its lease, each live member writes back the members it saw and, once it finds the
+epoch changed, the movers' names it set and the holds it read whose bound is ahead
+(``fencing``: a name dropped on purpose is never written back), and a service forced down
 once no member that knew it lives stays down until an operator clears it (the one safe
 direction).
 """
