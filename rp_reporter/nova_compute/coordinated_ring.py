@@ -152,7 +152,8 @@ class CoordinatedRing:
         by the others move, so a lapse of this one's lease is checked before it acts."""
         group = self.join()
         self.self_fence = self_fence.SelfFence(group, lambda: fencing.forced_down(
-            nova_context.get_admin_context(), CONF.host))
+            nova_context.get_admin_context(), CONF.host),
+            read_within=CONF.rpc_response_timeout)
         return self.self_fence
 
     def members(self):

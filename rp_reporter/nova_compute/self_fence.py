@@ -78,10 +78,15 @@ class SelfFence:
     ``forced_down``: () -> whether nova has this service forced down now (a read of its
     own Service record); ``restart``: what is done when it is (``restart_in_place``)."""
 
-    def __init__(self, membership, forced_down, restart=restart_in_place):
+    def __init__(self, membership, forced_down, restart=restart_in_place, read_within=None):
         self.membership = membership
         self._forced_down = forced_down
         self._restart = restart
+        # a read of the record that does not answer within this (nova's
+        # rpc_response_timeout: the call's own bound) is a failed read, not a wait: a bus
+        # cut off retries its connection without end, and the thread would hold the
+        # check's lock (every thread stopped, none restarting) until the bus is back
+        self._read_within = read_within
         self._cleared = membership.lapses  # the lapses found harmless (or none yet)
         self._lock = threading.Lock()
 
@@ -105,7 +110,7 @@ class SelfFence:
             if not fenced and lapses == self._cleared:
                 return  # another thread found this lapse harmless meanwhile
             try:
-                forced = self._forced_down()
+                forced = self._read_forced_down()
             except Exception as e:  # noqa: BLE001 - any failure: the answer is unknown
                 self._restart(f"the lease of its membership lapsed and its own service "
                               f"record could not be read ({type(e).__name__}: {e}); a "
@@ -118,6 +123,27 @@ class SelfFence:
                 return
             if not fenced:
                 self._cleared = lapses
+
+    def _read_forced_down(self):
+        """The record's answer, or an error once ``read_within`` seconds passed."""
+        if self._read_within is None:
+            return self._forced_down()
+        answer = {}
+
+        def read():
+            try:
+                answer["forced"] = self._forced_down()
+            except Exception as e:  # noqa: BLE001 - raised in the caller's thread
+                answer["error"] = e
+        reader = threading.Thread(target=read, name="rp_reporter-self-fence-read",
+                                  daemon=True)
+        reader.start()
+        reader.join(self._read_within)
+        if "error" in answer:
+            raise answer["error"]
+        if "forced" not in answer:
+            raise TimeoutError(f"no answer within {self._read_within} s")
+        return answer["forced"]
 
     def _lapsed(self):
         return self.membership.fenced or self.membership.lapses != self._cleared

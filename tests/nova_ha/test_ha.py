@@ -1060,8 +1060,8 @@ def cut_during_deploy(cloud, made):
     try:
         found = out_of_build(cloud, server)
         facts.update(status=found["status"], moved_to=found["OS-EXT-SRV-ATTR:host"])
-        before = {"vifs": made.ironic.vifs(node),
-                  "allocation": bool(cloud.placement.allocations(server))}
+        before = {"vifs": made.ironic.vifs(node), "node_state": made.ironic.get(node)[
+            "provision_state"], "allocation": bool(cloud.placement.allocations(server))}
         # The hold ends, then its conductor calls time out (nova's rpc_response_timeout,
         # 60 s: the self-fence's read of its record), then its threads act on what they
         # were told, or stop: kept cut until it restarted, or long past that.
@@ -1073,6 +1073,7 @@ def cut_during_deploy(cloud, made):
             vifs_before=len(before["vifs"]), vifs_after=len(made.ironic.vifs(node)),
             allocation_kept=before["allocation"] and bool(cloud.placement.allocations(server)),
             host_after=after.get("OS-EXT-SRV-ATTR:host"),
+            node_state_before=before["node_state"],
             node_state_after=made.ironic.get(node)["provision_state"],
             self_fenced=made.since(victim).count("self-fenced: "))
     finally:
@@ -1081,7 +1082,7 @@ def cut_during_deploy(cloud, made):
     facts["writes_while_record_unread"] = (
         int(facts["vifs_after"] < facts["vifs_before"]) + int(not facts["allocation_kept"])
         + int(facts["host_after"] != facts["moved_to"])
-        + int(facts["node_state_after"] != "active"))
+        + int(facts["node_state_after"] != facts["node_state_before"]))
     restarted_with(cloud, made, None)  # the hook off, every service
     facts["node_freed"] = deleted_and_freed(cloud, made, server, node, timeout=120)
     return facts

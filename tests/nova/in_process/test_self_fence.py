@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import uuid
 
 import pytest
@@ -303,3 +304,17 @@ def test_a_mover_that_lost_its_turn_after_its_claim_leaves_the_claim_to_the_next
         CONF.clear_override("host")
     assert row.values["host"] == "compute-dead"
     assert claim.claim_of(row.read()) == (HOSTS[0], None)
+
+
+def test_a_read_of_its_record_that_does_not_answer_restarts_it():
+    """Its bus cut off, the read of its own record does not fail: it waits on a
+    connection retried without end.  Past its bound (nova's rpc_response_timeout) it is
+    an unknown answer, so the service restarts instead of holding every thread."""
+    fence = Fence()
+    never = threading.Event()
+    fence.fence = self_fence.SelfFence(fence.membership, never.wait,
+                                       restart=fence._restart, read_within=0.2)
+    fence.membership.lapses += 1  # its lease lapsed (cut off from the backend too)
+    with pytest.raises(Restarted, match="no answer within 0.2 s"):
+        fence.fence.check("a write")
+    never.set()
