@@ -126,9 +126,10 @@ class Fence:
         CLI host's), read against this mover's once, at its first read of the hold; its
         end is kept on the monotonic clock from then (``rehoming.hold_ends``), so a step
         of this mover's wall clock fences no held service."""
+        monotonic_now = time.monotonic()
         self._hold_ends = rehoming.hold_ends(holds, self._hold_ends, time.time(),
-                                             time.monotonic())
-        return rehoming.held_now(self._hold_ends, time.monotonic())
+                                             monotonic_now)
+        return rehoming.held_now(self._hold_ends, monotonic_now)
 
     def _say_held(self, hosts, holds):
         """Log each service down under an operator's hold, once a hold."""
