@@ -280,6 +280,9 @@ def ours_facts(cloud, made, every_instant):
         facts["hidden_pause"] = hidden_pause_during_deploy(cloud, made)
         print(f"\nours, a deploy paused, the pause hidden from its clocks: "
               f"{facts['hidden_pause']}")
+        facts["hidden_pause_delete"] = hidden_pause_of_a_delete(cloud, made, facts["servers"])
+        print(f"\nours, a delete asked of a service paused, the pause hidden from its "
+              f"clocks: {facts['hidden_pause_delete']}")
         facts["orphan"] = deleted_while_down(cloud, made, facts["servers"])
         print(f"\nours, a server deleted while its service was down: {facts['orphan']}")
         facts["paused_after_vifs"] = paused_after_its_vifs(cloud, made)
@@ -341,7 +344,9 @@ def ours_facts(cloud, made, every_instant):
             queued_builds_stranded=facts["queued_restart"]["queued_builds_stranded"],
             queued_restart=facts["queued_restart"],
             writes_while_record_unread=facts["cut_deploy"]["writes_while_record_unread"],
-            hidden_pause_losses=facts["hidden_pause"]["hidden_pause_losses"],
+            hidden_pause_losses=facts["hidden_pause"]["hidden_pause_losses"]
+            + facts["hidden_pause_delete"]["hidden_pause_losses"],
+            hidden_pause_delete=facts["hidden_pause_delete"],
             orphaned_nodes_found=facts["orphan"]["orphaned_nodes_found"],
             orphan=facts["orphan"],
             hidden_pause=facts["hidden_pause"],
@@ -795,7 +800,7 @@ class Flushing:
         return self.count
 
 
-def pause_and_resume(cloud, made, servers):
+def pause_and_resume(cloud, made, servers, hidden_by=None):
     """The service holding the most servers paused (SIGSTOP) past its lease and nova's
     service_down_time, a reboot of one of its servers and a delete of another asked
     while nova still saw it up (queued for it, as in production); its servers re-homed
@@ -806,7 +811,8 @@ def pause_and_resume(cloud, made, servers):
     port deallocated; each server moved once, to one host (never two hosts seen).  The
     new homes carry out what was asked of it (nova's _init_instance): the reboot, and
     the delete with its node cleaned.  Then each server left is rebooted and deleted
-    through nova's API."""
+    through nova's API.  ``hidden_by``: {host: its clock shim's offset file}, to hide the
+    pause from the service's clocks."""
     placed = {s: cloud.nova.server(s)["OS-EXT-SRV-ATTR:host"] for s in servers}
     victim = max(made.hosts, key=lambda h: sum(host == h for host in placed.values()))
     theirs = [s for s, host in placed.items() if host == victim]
@@ -837,6 +843,7 @@ def pause_and_resume(cloud, made, servers):
                    and result == "Success" and after(at, paused_at)
                    for _, event, host, at, result in cloud.nova.events(rebooted))
     service.signal(signal.SIGSTOP)
+    paused_for = time.monotonic()
     flushing = Flushing(cloud.stack, after=ha.LEASE - 2, every=2)
     facts = {"host": victim, "servers": len(theirs)}
     try:
@@ -861,6 +868,8 @@ def pause_and_resume(cloud, made, servers):
         try:
             flushes = flushing.stop(at_least=3)
         finally:
+            if hidden_by:
+                hidden_by[victim].write_text(f"{time.monotonic() - paused_for:.3f}")
             service.signal(signal.SIGCONT)
     resumed_at = time.time()
     resumed_log = len(made.since(victim))
@@ -1106,6 +1115,41 @@ def paused_after_its_vifs(cloud, made, servers=None):
     return facts
 
 
+def with_hidden_pauses(cloud, made, story):
+    """``story(offsets)`` with every service on the stack's clock shim
+    (tools/localstack/clock_shim), each reading its offset from its file in ``offsets``
+    ({host: path}): a story sets the paused one's clocks back by the pause at resume,
+    realtime and monotonic both, as a VM pause hides itself from the guest (its
+    monotonic clock stops too).  Its lease then shows no lapse until its next renewal
+    learns from the backend that it was dropped; its threads act before that, and must
+    still stop first (a write asks the backend)."""
+    offsets = {h: pathlib.Path(cloud.stack.workdir, f"clock-offset-{h}") for h in made.hosts}
+    for offset in offsets.values():
+        offset.write_text("0")
+    restarted_with(cloud, made, lambda host: {"PYTHONPATH": nova.CLOCK_SHIM,
+                                              "RP_TEST_CLOCK_OFFSET_FILE": str(offsets[host])})
+    try:
+        return story(offsets)
+    finally:
+        restarted_with(cloud, made, None)
+
+
+def hidden_pause_of_a_delete(cloud, made, servers):
+    """``pause_and_resume`` (a reboot and a delete asked of a paused service, carried out
+    by the new homes; nothing done by it on the moved servers once it resumes) with the
+    pause hidden from the service's clocks."""
+    if not servers:  # a story run alone: a server for the paused service to hold
+        a_server_on_a_service(cloud, made, servers, "ha-hidden-paused")
+    facts = with_hidden_pauses(
+        cloud, made, lambda offsets: pause_and_resume(cloud, made, servers, offsets))
+    facts["hidden_pause_losses"] = (
+        facts["deletes_lost"] + facts["reboots_lost"] + facts["actions_on_moved"]
+        + facts["ironic_writes_on_moved"] + facts["ports_deallocated_on_moved"]
+        + (facts["hosts_seen_max"] > 1)
+        + (facts["servers_operable"][0] != facts["servers_operable"][1]))
+    return facts
+
+
 def hidden_pause_during_deploy(cloud, made):
     """``paused_during_deploy`` with the pause hidden from the service's clocks, as a VM
     pause hides itself from the guest (its monotonic clock stops too): every service
@@ -1114,15 +1158,8 @@ def hidden_pause_during_deploy(cloud, made):
     lease then shows no lapse until its next renewal learns from the backend that it was
     dropped; the deploy's thread acts before that, and must still stop first (a write
     asks the backend)."""
-    offsets = {h: pathlib.Path(cloud.stack.workdir, f"clock-offset-{h}") for h in made.hosts}
-    for offset in offsets.values():
-        offset.write_text("0")
-    restarted_with(cloud, made, lambda host: {"PYTHONPATH": nova.CLOCK_SHIM,
-                                              "RP_TEST_CLOCK_OFFSET_FILE": str(offsets[host])})
-    try:
-        facts = paused_during_deploy(cloud, made, hidden_by=offsets)
-    finally:
-        restarted_with(cloud, made, None)
+    facts = with_hidden_pauses(
+        cloud, made, lambda offsets: paused_during_deploy(cloud, made, hidden_by=offsets))
     facts["hidden_pause_losses"] = facts.pop("spawns_lost")
     return facts
 
@@ -1513,6 +1550,13 @@ def test_a_deploy_paused_with_the_pause_hidden_from_its_clocks_stops_before_it_w
 
 
 @pytest.mark.every_instant
+def test_a_delete_asked_of_a_service_paused_with_the_pause_hidden_is_carried_out(ours):
+    hidden = ours["hidden_pause_delete"]
+    assert hidden["deletes_lost"] == 0 and hidden["reboots_lost"] == 0, hidden
+    assert hidden["hidden_pause_losses"] == 0, hidden
+
+
+@pytest.mark.every_instant
 def test_a_node_left_deployed_by_a_local_delete_is_found_and_undeployed(ours):
     orphan = ours["orphan"]
     assert orphan["left_deployed"], orphan  # nova's local delete, as stock nova does
@@ -1691,6 +1735,7 @@ STORIES = {"stale_mover": mover_paused, "queued_restart": queued_past_a_survivor
            "cut_deploy": lambda cloud, made, servers: cut_during_deploy(cloud, made),
            "staged_upcall": lambda cloud, made, servers: staged_upcall(cloud, made),
            "hidden_pause": lambda cloud, made, servers: hidden_pause_during_deploy(cloud, made),
+           "hidden_pause_delete": hidden_pause_of_a_delete,
            **{f"held_{fault}": functools.partial(held_for_an_upgrade, fault=fault)
               for fault in HOLD_FAULTS},
            "orphan": deleted_while_down, "paused_after_vifs": paused_after_its_vifs,
