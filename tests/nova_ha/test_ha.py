@@ -868,20 +868,23 @@ def pause_and_resume(cloud, made, servers, hidden_by=None):
         try:
             flushes = flushing.stop(at_least=3)
         finally:
+            hidden = time.monotonic() - paused_for if hidden_by else 0
             if hidden_by:
-                hidden_by[victim].write_text(f"{time.monotonic() - paused_for:.3f}")
+                hidden_by[victim].write_text(f"{hidden:.3f}")
             service.signal(signal.SIGCONT)
     resumed_at = time.time()
     resumed_log = len(made.since(victim))
-    wait_for(lambda: ha.ring_logged(made, victim, resumed_at), ha.LEASE + 3 * ha.PERIODIC,
-             "the resumed service a ring member again")
+    # its clocks read resumed_at - hidden now: its log's times and its events' too
+    wait_for(lambda: ha.ring_logged(made, victim, resumed_at - hidden),
+             ha.LEASE + 3 * ha.PERIODIC, "the resumed service a ring member again")
     time.sleep(2 * ha.PERIODIC)  # its periodics run, its queued requests are taken
     # Its own events since the move: a queued RPC records its attempt before anything
     # else (nova's wrap_instance_event); one that did nothing ends in Error, one that
-    # acted, otherwise.
+    # acted, otherwise.  Its clocks set back by a hidden pause stamp them from the
+    # moment it was paused on.
     own = [result for s in theirs if cloud.nova.server(s)
            for _, _, host, at, result in cloud.nova.events(s)
-           if host == victim and after(at, moved_at)]
+           if host == victim and after(at, paused_at if hidden_by else moved_at)]
     after_resume = made.since(victim)[resumed_log:]
     facts.update({
         # Requests that change a node, on the moved servers' nodes, once it resumed.
@@ -1024,15 +1027,17 @@ def paused_during_deploy(cloud, made, hidden_by=None, caught=None):
         found = out_of_build(cloud, server)
     finally:
         resumed_at = time.time()
+        hidden = time.monotonic() - paused_at if hidden_by else 0
         if hidden_by:
-            hidden_by[victim].write_text(f"{time.monotonic() - paused_at:.3f}")
+            hidden_by[victim].write_text(f"{hidden:.3f}")
         service.signal(signal.SIGCONT)
     moved_to = found["OS-EXT-SRV-ATTR:host"]
     facts.update(status=found["status"], moved_to=moved_to,
                  fault=(found.get("fault") or {}).get("message", ""))
     try:
-        wait_for(lambda: ha.ring_logged(made, victim, resumed_at), ha.LEASE + 3 * ha.PERIODIC
-                 + 60, "the resumed service a ring member again")
+        # its clocks read resumed_at - hidden now, its log's times too
+        wait_for(lambda: ha.ring_logged(made, victim, resumed_at - hidden),
+                 ha.LEASE + 3 * ha.PERIODIC + 60, "the resumed service a ring member again")
     except AssertionError:
         facts["rejoined"] = False
     time.sleep(2 * ha.PERIODIC)  # what its threads in flight would do, done by now
