@@ -813,6 +813,8 @@ def pause_and_resume(cloud, made, servers, hidden_by=None):
     the delete with its node cleaned.  Then each server left is rebooted and deleted
     through nova's API.  ``hidden_by``: {host: its clock shim's offset file}, to hide the
     pause from the service's clocks."""
+    if not servers:  # the stories before deleted every one: a server for it to hold
+        a_server_on_a_service(cloud, made, servers, "ha-paused-1")
     placed = {s: cloud.nova.server(s)["OS-EXT-SRV-ATTR:host"] for s in servers}
     victim = max(made.hosts, key=lambda h: sum(host == h for host in placed.values()))
     theirs = [s for s, host in placed.items() if host == victim]
@@ -1143,8 +1145,6 @@ def hidden_pause_of_a_delete(cloud, made, servers):
     """``pause_and_resume`` (a reboot and a delete asked of a paused service, carried out
     by the new homes; nothing done by it on the moved servers once it resumes) with the
     pause hidden from the service's clocks."""
-    if not servers:  # a story run alone: a server for the paused service to hold
-        a_server_on_a_service(cloud, made, servers, "ha-hidden-paused")
     facts = with_hidden_pauses(
         cloud, made, lambda offsets: pause_and_resume(cloud, made, servers, offsets))
     facts["hidden_pause_losses"] = (
