@@ -42,6 +42,7 @@ import datetime
 import os
 import re
 import statistics
+import subprocess
 import threading
 import time
 import uuid
@@ -139,6 +140,37 @@ def apply_settings(stack, setup, settings, restart_computes=True):
     if changed and restart_computes:
         for host in setup.hosts:
             setup.start_service(host)
+
+
+USERS = re.compile(r'\("([^"]*)",pid=(\d+),fd=(\d+)\)')
+
+
+def shared_connections(ss_lines, port):
+    """The connections to 127.0.0.1:``port`` that more than one process holds, from
+    ``ss -tnpH state established`` (``users:(("nova-scheduler",pid=1,fd=9),(...))``): a
+    keep-alive connection opened before a fork is held by the parent and every child
+    it forked, whose requests then share one socket and read each other's answers.
+    [(local address, [pid, ...])]."""
+    found = []
+    for line in ss_lines:
+        fields = line.split()
+        if len(fields) < 5 or fields[3] != f"127.0.0.1:{port}":
+            continue
+        pids = sorted({int(pid) for _, pid, _ in USERS.findall(line)})
+        if len(pids) > 1:
+            found.append((fields[2], pids))
+    return found
+
+
+def scheduler_connections(stack):
+    """nova-scheduler's connections to Placement now: {"connections": how many,
+    "shared": [(local address, [pid, ...]) of those more than one process holds]}."""
+    lines = subprocess.run(["ss", "-tnpH", "state", "established"], capture_output=True,
+                           text=True, check=True).stdout.splitlines()
+    ours = [line for line in lines if '"nova-schedule' in line]
+    port = stack.ports["placement"]
+    return {"connections": sum(f" 127.0.0.1:{port} " in f" {line} " for line in ours),
+            "shared": shared_connections(ours, port)}
 
 
 def all_offered(setup, timeout):
@@ -394,12 +426,16 @@ def measure(stack, name, nodes, args, workdir):
             if label != args.settings[0]:
                 apply_settings(stack, setup, SETTINGS[label])
                 all_offered(setup, args.timeout)
+            connections = scheduler_connections(stack)
+            print(f"{name} {label}: nova-scheduler's connections to Placement: "
+                  f"{connections}", flush=True)
             alone = combined([storm(stack, setup, nova, flavor, logs, 1, "quiet",
                                     args.timeout, args.build_timeout)
                               for _ in range(args.runs)])
             for count in args.storms:
                 for when in args.when:
                     row = dict(base, settings=label, settings_set=SETTINGS[label],
+                               scheduler_placement_connections=connections,
                                single_boot_s=alone["max_s"], **combined([
                                    storm(stack, setup, nova, flavor, logs, count, when,
                                          args.timeout, args.build_timeout)

@@ -107,3 +107,14 @@ def test_a_row_is_the_median_of_its_runs_with_the_p99s_spread_and_summed_counts(
     assert row["cpu_per_build_s"] == {"agents": 0.1, "placement": 0.6}
     assert row["error_reasons"] == {"No valid host": 1}
     assert row["placement_409_by_write"] == {"allocations": 9}
+
+
+def test_a_connection_held_by_the_schedulers_parent_and_its_workers_is_shared():
+    lines = [
+        '0 0 127.0.0.1:40100 127.0.0.1:8778 users:(("nova-scheduler",pid=10,fd=9),'
+        '("nova-scheduler",pid=12,fd=9),("nova-scheduler",pid=11,fd=9))',
+        '0 0 127.0.0.1:40102 127.0.0.1:8778 users:(("nova-scheduler",pid=12,fd=14))',
+        '0 0 127.0.0.1:40104 127.0.0.1:5672 users:(("nova-scheduler",pid=10,fd=5),'
+        '("nova-scheduler",pid=11,fd=5))']
+    assert nova_storm.shared_connections(lines, 8778) == [("127.0.0.1:40100", [10, 11, 12])]
+    assert nova_storm.shared_connections(lines[1:], 8778) == []
