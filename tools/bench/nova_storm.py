@@ -66,11 +66,13 @@ RANDOMIZED = {
     # nova loads a host state for every candidate Placement returns (1,000 by
     # default); shuffled, a hundred are as good a choice and a tenth of the work.
     "scheduler": {"scheduler": {"max_placement_results": "100", "workers": None},
-                  "filter_scheduler": {"shuffle_best_same_weighed_hosts": None},
+                  "filter_scheduler": {"shuffle_best_same_weighed_hosts": None,
+                                       "track_instance_changes": None},
                   "DEFAULT": {"concurrency_backend": None}},
     # An Ironic build holds one of these for the whole deploy, mostly waiting on
     # Ironic: nova's 10 queue a storm's builds behind each other.
-    "compute": {"DEFAULT": {"max_concurrent_builds": "50"}}}
+    "compute": {"DEFAULT": {"max_concurrent_builds": "50"},
+                "filter_scheduler": {"track_instance_changes": None}}}
 
 
 def _over(settings, where, section, **options):
@@ -90,9 +92,11 @@ SETTINGS = {
     "defaults": {
         "placement": {"placement": {"randomize_allocation_candidates": None}},
         "scheduler": {"scheduler": {"max_placement_results": None, "workers": None},
-                      "filter_scheduler": {"shuffle_best_same_weighed_hosts": None},
+                      "filter_scheduler": {"shuffle_best_same_weighed_hosts": None,
+                                           "track_instance_changes": None},
                       "DEFAULT": {"concurrency_backend": None}},
-        "compute": {"DEFAULT": {"max_concurrent_builds": None}}},
+        "compute": {"DEFAULT": {"max_concurrent_builds": None},
+                    "filter_scheduler": {"track_instance_changes": None}}},
     "randomized": RANDOMIZED,
     "recommended": RECOMMENDED,
     # nova 34 runs its controllers on native threads; on them its scheduler read another
@@ -102,6 +106,20 @@ SETTINGS = {
                                   concurrency_backend="eventlet"),
     # One scheduler process (nova's default is one per core): what a second one buys.
     "recommended_one_scheduler": _over(RECOMMENDED, "scheduler", "scheduler", workers="1"),
+    # Placement closing idle connections after 2 s (the stack's: 300 s): a connection
+    # nova-scheduler's parent opened before it forked its workers is gone before a storm.
+    "recommended_keep_alive_2": _over(RECOMMENDED, "placement", "gunicorn", keep_alive="2"),
+    # Each recommendation alone beside the set: fewer candidates, nova's own build
+    # limit and one between, the scheduler's record of each host's instances off.
+    "recommended_results_25": _over(RECOMMENDED, "scheduler", "scheduler",
+                                    max_placement_results="25"),
+    "recommended_builds_10": _over(RECOMMENDED, "compute", "DEFAULT",
+                                   max_concurrent_builds="10"),
+    "recommended_builds_15": _over(RECOMMENDED, "compute", "DEFAULT",
+                                   max_concurrent_builds="15"),
+    "recommended_untracked": _over(
+        _over(RECOMMENDED, "scheduler", "filter_scheduler", track_instance_changes="False"),
+        "compute", "filter_scheduler", track_instance_changes="False"),
 }
 WHEN = ("quiet", "periodic")
 # nova-scheduler's lines for an answer of Placement it could not read: on nova 34's native
@@ -122,7 +140,10 @@ def apply_settings(stack, setup, settings, restart_computes=True):
     restarted); the setup's nova-computes' too, restarted (``restart_computes``) when
     that changed it."""
     conf_dir = stack.service_dir("placement")
-    process.update_ini(os.path.join(conf_dir, "placement.conf"), settings["placement"])
+    placement = dict(settings["placement"])
+    # gunicorn's, not placement.conf's: Placement's idle keep-alive (None: the stack's)
+    stack.placement_keep_alive_s = placement.pop("gunicorn", {}).get("keep_alive")
+    process.update_ini(os.path.join(conf_dir, "placement.conf"), placement)
     stack.restart("placement")
     process.update_ini(os.path.join(nova_service.conf_dir(stack), "nova.conf"),
                        settings["scheduler"])
