@@ -473,11 +473,11 @@ def measure(stack, name, nodes, args, workdir):
 
 def _line(row):
     return (f"{row['setup']} {row['nodes']} {row['settings']} storm {row['storm']} "
-            f"{row['when']} ({row['runs']} runs): {row['active']} ACTIVE, {row['error']} ERROR, "
-            f"{row['reschedules']} reschedules, {row['placement_409']} 409s, p50 "
-            f"{row['p50_s']} p99 {row['p99_s']} (spread {row['p99_spread_s']}) max {row['max_s']} s (one alone "
-            f"{row['single_boot_s']} s), scheduler {row['scheduler_cpu_s']} s, Placement "
-            f"{row['placement_cpu_s']} s CPU")
+            f"{row['when']} ({row['runs']} runs): {row['active']} ACTIVE, "
+            f"{row['error']} ERROR, {row['reschedules']} reschedules, "
+            f"{row['placement_409']} 409s, p50 {row['p50_s']} p99 {row['p99_s']} (spread "
+            f"{row['p99_spread_s']}) max {row['max_s']} s (one alone {row['single_boot_s']} "
+            f"s), CPU a build {row['cpu_per_build_s']}")
 
 
 def run(args):
