@@ -25,17 +25,24 @@ service runs (``quiet``), one as a periodic starts (``periodic``).
 
 Per storm: servers ACTIVE, in ERROR (with nova's reason), reschedules (the create
 action's build events beyond the first), Placement's 409 answers (its request log, by
-what was written), the seconds from each request to ACTIVE (p50, p99, max; polled
-every half second), the servers whose build overlapped a periodic of their service,
-and the CPU seconds of nova-scheduler, Placement and every other process; beside one
-boot alone on the same stack and settings (``single_boot_s``).  The servers are
-deleted, and every node offered again, before the next storm.
+what was written), the seconds from each server's create to its launch (p50, p99, max;
+nova's own ``created`` and ``launched_at``, whole seconds: the storm's end is only
+looked for, every POLL_S, so the benchmark's own listing costs nova-api little), the
+servers whose build overlapped a periodic of their service, and the CPU seconds of
+every process of the stack, by service and per server built; beside one boot alone on
+the same stack and settings (``single_boot_s``).  The servers are deleted, and every
+node offered again, before the next storm.  Each row is ``--runs`` storms (3: rows of
+one storm differed by 5-10 %), its seconds and CPU the runs' medians with the p99's
+spread, its counts the runs' sums.
 """
 
 import collections
 import concurrent.futures
+import datetime
 import os
 import re
+import statistics
+import subprocess
 import threading
 import time
 import uuid
@@ -59,11 +66,13 @@ RANDOMIZED = {
     # nova loads a host state for every candidate Placement returns (1,000 by
     # default); shuffled, a hundred are as good a choice and a tenth of the work.
     "scheduler": {"scheduler": {"max_placement_results": "100", "workers": None},
-                  "filter_scheduler": {"shuffle_best_same_weighed_hosts": None},
+                  "filter_scheduler": {"shuffle_best_same_weighed_hosts": None,
+                                       "track_instance_changes": None},
                   "DEFAULT": {"concurrency_backend": None}},
     # An Ironic build holds one of these for the whole deploy, mostly waiting on
     # Ironic: nova's 10 queue a storm's builds behind each other.
-    "compute": {"DEFAULT": {"max_concurrent_builds": "50"}}}
+    "compute": {"DEFAULT": {"max_concurrent_builds": "50"},
+                "filter_scheduler": {"track_instance_changes": None}}}
 
 
 def _over(settings, where, section, **options):
@@ -83,9 +92,11 @@ SETTINGS = {
     "defaults": {
         "placement": {"placement": {"randomize_allocation_candidates": None}},
         "scheduler": {"scheduler": {"max_placement_results": None, "workers": None},
-                      "filter_scheduler": {"shuffle_best_same_weighed_hosts": None},
+                      "filter_scheduler": {"shuffle_best_same_weighed_hosts": None,
+                                           "track_instance_changes": None},
                       "DEFAULT": {"concurrency_backend": None}},
-        "compute": {"DEFAULT": {"max_concurrent_builds": None}}},
+        "compute": {"DEFAULT": {"max_concurrent_builds": None},
+                    "filter_scheduler": {"track_instance_changes": None}}},
     "randomized": RANDOMIZED,
     "recommended": RECOMMENDED,
     # nova 34 runs its controllers on native threads; on them its scheduler read another
@@ -95,13 +106,33 @@ SETTINGS = {
                                   concurrency_backend="eventlet"),
     # One scheduler process (nova's default is one per core): what a second one buys.
     "recommended_one_scheduler": _over(RECOMMENDED, "scheduler", "scheduler", workers="1"),
+    # Placement closing idle connections after 2 s (the stack's: 300 s): a connection
+    # nova-scheduler's parent opened before it forked its workers is gone before a storm.
+    "recommended_keep_alive_2": _over(RECOMMENDED, "placement", "gunicorn", keep_alive="2"),
+    # Each recommendation alone beside the set: fewer candidates, nova's own build
+    # limit and one between, the scheduler's record of each host's instances off.
+    "recommended_results_25": _over(RECOMMENDED, "scheduler", "scheduler",
+                                    max_placement_results="25"),
+    "recommended_builds_10": _over(RECOMMENDED, "compute", "DEFAULT",
+                                   max_concurrent_builds="10"),
+    "recommended_builds_15": _over(RECOMMENDED, "compute", "DEFAULT",
+                                   max_concurrent_builds="15"),
+    "recommended_untracked": _over(
+        _over(RECOMMENDED, "scheduler", "filter_scheduler", track_instance_changes="False"),
+        "compute", "filter_scheduler", track_instance_changes="False"),
 }
 WHEN = ("quiet", "periodic")
 # nova-scheduler's lines for an answer of Placement it could not read: on nova 34's native
 # threads, storms showed another request's bytes where a status line or JSON should be.
 UNREADABLE = re.compile(r"Placement API service is not responding|JSONDecodeError")
 RECORD = re.compile(r"^\S+ \S+ \d+ (?:WARNING|ERROR) \S+ \[")  # a traceback line has no [
-POLL_S = 0.5
+# Only to see a storm end (its seconds are nova's own): a listing every half second was
+# most of nova-api's CPU in a storm.
+POLL_S = 5
+# A row's figures over its runs: these the runs' medians, the counts their sums.
+MEDIANS = ("p50_s", "p99_s", "max_s", "scheduler_cpu_s", "placement_cpu_s")
+SUMS = ("active", "error", "reschedules", "placement_409", "scheduler_unreadable_answers",
+        "during_periodic")
 
 
 def apply_settings(stack, setup, settings, restart_computes=True):
@@ -109,7 +140,10 @@ def apply_settings(stack, setup, settings, restart_computes=True):
     restarted); the setup's nova-computes' too, restarted (``restart_computes``) when
     that changed it."""
     conf_dir = stack.service_dir("placement")
-    process.update_ini(os.path.join(conf_dir, "placement.conf"), settings["placement"])
+    placement = dict(settings["placement"])
+    # gunicorn's, not placement.conf's: Placement's idle keep-alive (None: the stack's)
+    stack.placement_keep_alive_s = placement.pop("gunicorn", {}).get("keep_alive")
+    process.update_ini(os.path.join(conf_dir, "placement.conf"), placement)
     stack.restart("placement")
     process.update_ini(os.path.join(nova_service.conf_dir(stack), "nova.conf"),
                        settings["scheduler"])
@@ -127,6 +161,37 @@ def apply_settings(stack, setup, settings, restart_computes=True):
     if changed and restart_computes:
         for host in setup.hosts:
             setup.start_service(host)
+
+
+USERS = re.compile(r'\("([^"]*)",pid=(\d+),fd=(\d+)\)')
+
+
+def shared_connections(ss_lines, port):
+    """The connections to 127.0.0.1:``port`` that more than one process holds, from
+    ``ss -tnpH state established`` (``users:(("nova-scheduler",pid=1,fd=9),(...))``): a
+    keep-alive connection opened before a fork is held by the parent and every child
+    it forked, whose requests then share one socket and read each other's answers.
+    [(local address, [pid, ...])]."""
+    found = []
+    for line in ss_lines:
+        fields = line.split()
+        if len(fields) < 5 or fields[3] != f"127.0.0.1:{port}":
+            continue
+        pids = sorted({int(pid) for _, pid, _ in USERS.findall(line)})
+        if len(pids) > 1:
+            found.append((fields[2], pids))
+    return found
+
+
+def scheduler_connections(stack):
+    """nova-scheduler's connections to Placement now: {"connections": how many,
+    "shared": [(local address, [pid, ...]) of those more than one process holds]}."""
+    lines = subprocess.run(["ss", "-tnpH", "state", "established"], capture_output=True,
+                           text=True, check=True).stdout.splitlines()
+    ours = [line for line in lines if '"nova-schedule' in line]
+    port = stack.ports["placement"]
+    return {"connections": sum(f" 127.0.0.1:{port} " in f" {line} " for line in ours),
+            "shared": shared_connections(ours, port)}
 
 
 def all_offered(setup, timeout):
@@ -199,6 +264,60 @@ def ask(nova, flavor, prefix, count):
             [refusal for server, refusal in answers if not server])
 
 
+def _utc(stamp):
+    """nova's timestamp (``2026-12-06T21:04:42Z``, ``2026-12-06T21:04:47.000000``) as an
+    aware datetime."""
+    found = datetime.datetime.fromisoformat(stamp.rstrip("Z"))
+    return found.replace(tzinfo=datetime.timezone.utc)
+
+
+def launched(record):
+    """(seconds from nova-api's create of the server to its launch, the launch's epoch
+    time) by nova's own timestamps, or None for a server never launched."""
+    at = record.get("OS-SRV-USG:launched_at")
+    if not at:
+        return None
+    took = (_utc(at) - _utc(record["created"])).total_seconds()
+    return took, _utc(at).timestamp()
+
+
+def by_service(used, built):
+    """CPU seconds a server built, by service (a setup's nova-computes as one)."""
+    found = collections.Counter()
+    for name, seconds in used.items():
+        found["nova-compute" if name.startswith("nova-compute") else name] += seconds
+    return {name: round(seconds / built, 2) for name, seconds in sorted(found.items())
+            if built and seconds / built >= 0.005}
+
+
+def combined(runs):
+    """One row of ``runs`` (each storm's figures): the medians of MEDIANS and of each
+    service's CPU a build, the p99's spread (max - min) and each run's p99, the sums of
+    SUMS, every error's reason, unfinished server and refusal."""
+    row = {"runs": len(runs), "storm": runs[0]["storm"], "when": runs[0]["when"],
+           "moment_found": all(r["moment_found"] for r in runs)}
+    for key in MEDIANS:
+        values = [r[key] for r in runs if r[key] is not None]
+        row[key] = round(statistics.median(values), 2) if values else None
+    p99s = [r["p99_s"] for r in runs if r["p99_s"] is not None]
+    row["p99_runs_s"] = p99s
+    row["p99_spread_s"] = round(max(p99s) - min(p99s), 2) if p99s else None
+    for key in SUMS:
+        row[key] = sum(r[key] for r in runs)
+    services = sorted({name for r in runs for name in r["cpu_per_build_s"]})
+    row["cpu_per_build_s"] = {name: round(statistics.median(
+        r["cpu_per_build_s"].get(name, 0) for r in runs), 2) for name in services}
+    row["error_reasons"] = dict(sum((collections.Counter(r["error_reasons"]) for r in runs),
+                                    collections.Counter()))
+    row["unfinished"] = [u for r in runs for u in r["unfinished"]]
+    row["refused"] = [u for r in runs for u in r["refused"]]
+    row["placement_409_by_write"] = dict(sum(
+        (collections.Counter(r["placement_409_by_write"]) for r in runs),
+        collections.Counter()))
+    row["load"] = max(r["load"] for r in runs)
+    return row
+
+
 def built(nova, prefix, asked, timeout):
     """({server: (its record once ACTIVE or ERROR, when seen so)}, {server: its record}
     of those neither within ``timeout``): one listing of the storm's servers every
@@ -260,13 +379,16 @@ def _figures(stack, setup, nova, logs, asked, prefix, build_timeout, cpu_before,
     seen, unfinished = built(nova, prefix, asked, build_timeout)
     cpu = nova_scale.cpu_by_service(stack, setup)
     used = {name: round(cpu[name] - cpu_before.get(name, 0), 1) for name in cpu}
-    took = {s: at - asked[s] for s, (record, at) in seen.items() if record["status"] == "ACTIVE"}
+    launches = {s: launched(record) for s, (record, _) in seen.items()
+                if record["status"] == "ACTIVE"}
+    took = {s: found[0] for s, found in launches.items() if found}
     errors = [s for s, (record, _) in seen.items() if record["status"] == "ERROR"]
     reasons = collections.Counter((_patient(nova.wait_built, s, 5).get("fault") or {}).get(
         "message", "no fault") for s in errors)
     spans = {host: nova_scale.periodic_spans(log) for host, log in logs.items()}  # each read once
     overlapped = sum(1 for s, (record, at) in seen.items() if nova_scale.overlaps(
-        spans.get(record.get("OS-EXT-SRV-ATTR:host"), ()), asked[s], at))
+        spans.get(record.get("OS-EXT-SRV-ATTR:host"), ()), asked[s],
+        (launches.get(s) or (None, at))[1]))
     figures.update({
         "asked_within_s": round(max(asked.values()) - min(asked.values()), 2) if asked else None,
         "active": len(took), "error": len(errors), "error_reasons": dict(reasons),
@@ -282,6 +404,7 @@ def _figures(stack, setup, nova, logs, asked, prefix, build_timeout, cpu_before,
         "scheduler_cpu_s": sum(v for k, v in used.items() if k.startswith("nova-scheduler")),
         "placement_cpu_s": used.get("placement"),
         "cpu_s": {k: v for k, v in sorted(used.items(), key=lambda kv: -kv[1]) if v >= 0.5},
+        "cpu_per_build_s": by_service(used, len(took)),
         "load": common.load()})
     figures["placement_409"] = sum(figures["placement_409_by_write"].values())
     return figures
@@ -324,14 +447,20 @@ def measure(stack, name, nodes, args, workdir):
             if label != args.settings[0]:
                 apply_settings(stack, setup, SETTINGS[label])
                 all_offered(setup, args.timeout)
-            alone = storm(stack, setup, nova, flavor, logs, 1, "quiet", args.timeout,
-                          args.build_timeout)
+            connections = scheduler_connections(stack)
+            print(f"{name} {label}: nova-scheduler's connections to Placement: "
+                  f"{connections}", flush=True)
+            alone = combined([storm(stack, setup, nova, flavor, logs, 1, "quiet",
+                                    args.timeout, args.build_timeout)
+                              for _ in range(args.runs)])
             for count in args.storms:
                 for when in args.when:
                     row = dict(base, settings=label, settings_set=SETTINGS[label],
-                               single_boot_s=alone["max_s"],
-                               **storm(stack, setup, nova, flavor, logs, count, when,
-                                       args.timeout, args.build_timeout))
+                               scheduler_placement_connections=connections,
+                               single_boot_s=alone["max_s"], **combined([
+                                   storm(stack, setup, nova, flavor, logs, count, when,
+                                         args.timeout, args.build_timeout)
+                                   for _ in range(args.runs)]))
                     rows.append(row)
                     print(_line(row), flush=True)
                     args.save(rows)
@@ -344,11 +473,11 @@ def measure(stack, name, nodes, args, workdir):
 
 def _line(row):
     return (f"{row['setup']} {row['nodes']} {row['settings']} storm {row['storm']} "
-            f"{row['when']}: {row['active']} ACTIVE, {row['error']} ERROR, "
-            f"{row['reschedules']} reschedules, {row['placement_409']} 409s, p50 "
-            f"{row['p50_s']} p99 {row['p99_s']} max {row['max_s']} s (one alone "
-            f"{row['single_boot_s']} s), scheduler {row['scheduler_cpu_s']} s, Placement "
-            f"{row['placement_cpu_s']} s CPU")
+            f"{row['when']} ({row['runs']} runs): {row['active']} ACTIVE, "
+            f"{row['error']} ERROR, {row['reschedules']} reschedules, "
+            f"{row['placement_409']} 409s, p50 {row['p50_s']} p99 {row['p99_s']} (spread "
+            f"{row['p99_spread_s']}) max {row['max_s']} s (one alone {row['single_boot_s']} "
+            f"s), CPU a build {row['cpu_per_build_s']}")
 
 
 def run(args):
@@ -362,6 +491,8 @@ def add_arguments(parser):
                         default=["defaults", "recommended"])
     parser.add_argument("--storms", type=int, nargs="+", default=[10, 50, 100])
     parser.add_argument("--when", nargs="+", choices=WHEN, default=list(WHEN))
+    parser.add_argument("--runs", type=int, default=3,
+                        help="storms a row: its seconds and CPU their medians")
     parser.add_argument("--periodic", type=int, default=60,
                         help="nova-compute's update_resources_interval (s)")
     parser.add_argument("--full-pass-every", type=int, default=10,

@@ -73,8 +73,12 @@ def start(stack):
     # MariaDB it is served as a deployment would on this 2-core machine.
     workers = ("-w", "1", "--threads", "1") if stack.database == "sqlite" else (
         "-w", "2", "--threads", "4")
+    # a benchmark's row may set Placement's own idle keep-alive (nova-storm)
+    keep_alive = getattr(stack, "placement_keep_alive_s", None)
+    gunicorn = process.GUNICORN if keep_alive is None else (
+        *process.GUNICORN[:-1], str(keep_alive))
     stack.services[NAME].spawn(
-        [process.venv_bin("gunicorn"), *process.GUNICORN, *workers,
+        [process.venv_bin("gunicorn"), *gunicorn, *workers,
          "-b", f"127.0.0.1:{port}", "placement.wsgi.api:application"],
         {"OS_PLACEMENT_CONFIG_DIR": conf_dir})
     process.wait_until(lambda: process.http_ok(stack.placement_url + "/",
