@@ -958,11 +958,13 @@ AFTER_VIFS = "vifs"
 VIFS_HOLD = FENCED_AFTER_KILL + 3 * ha.PERIODIC + 90
 
 
-def held_after_its_vifs(cloud, made, name, hold=VIFS_HOLD):
+def held_after_its_vifs(cloud, made, name, hold=VIFS_HOLD, env=None):
     """``deploying``, with every service restarted with the test hook's hold after a
-    build's VIFs (``hold`` s), the server caught there: its service logged the hold (the
-    caller restarts the fleet without the hook afterwards)."""
-    restarted_with(cloud, made, {HOOK: f"{AFTER_VIFS}={hold}"})
+    build's VIFs (``hold`` s; over ``env``: host -> its environment), the server caught
+    there: its service logged the hold (the caller restarts the fleet without the hook
+    afterwards)."""
+    restarted_with(cloud, made, lambda host: {**(env(host) if env else {}),
+                                              HOOK: f"{AFTER_VIFS}={hold}"})
     node, victim = a_free_node(cloud, made)
     server = cloud.nova.boot(name, made.flavor, host=victim, node=node)
     wait_for(lambda: f"after the build's step '{AFTER_VIFS}'" in made.since(victim), 180,
@@ -1130,20 +1132,23 @@ def paused_after_its_vifs(cloud, made, servers=None):
 
 
 def with_hidden_pauses(cloud, made, story):
-    """``story(offsets)`` with every service on the stack's clock shim
+    """``story(offsets, env)`` with every service on the stack's clock shim
     (tools/localstack/clock_shim), each reading its offset from its file in ``offsets``
     ({host: path}): a story sets the paused one's clocks back by the pause at resume,
     realtime and monotonic both, as a VM pause hides itself from the guest (its
     monotonic clock stops too).  Its lease then shows no lapse until its next renewal
     learns from the backend that it was dropped; its threads act before that, and must
-    still stop first (a write asks the backend)."""
+    still stop first (a write asks the backend).  ``env``: host -> the shim's
+    environment, for a story that restarts the fleet with more."""
     offsets = {h: pathlib.Path(cloud.stack.workdir, f"clock-offset-{h}") for h in made.hosts}
     for offset in offsets.values():
         offset.write_text("0")
-    restarted_with(cloud, made, lambda host: {"PYTHONPATH": nova.CLOCK_SHIM,
-                                              "RP_TEST_CLOCK_OFFSET_FILE": str(offsets[host])})
+
+    def env(host):
+        return {"PYTHONPATH": nova.CLOCK_SHIM, "RP_TEST_CLOCK_OFFSET_FILE": str(offsets[host])}
+    restarted_with(cloud, made, env)
     try:
-        return story(offsets)
+        return story(offsets, env)
     finally:
         restarted_with(cloud, made, None)
 
@@ -1153,7 +1158,7 @@ def hidden_pause_of_a_delete(cloud, made, servers):
     by the new homes; nothing done by it on the moved servers once it resumes) with the
     pause hidden from the service's clocks."""
     facts = with_hidden_pauses(
-        cloud, made, lambda offsets: pause_and_resume(cloud, made, servers, offsets))
+        cloud, made, lambda offsets, env: pause_and_resume(cloud, made, servers, offsets))
     facts["hidden_pause_losses"] = (
         facts["deletes_lost"] + facts["reboots_lost"] + facts["actions_on_moved"]
         + facts["ironic_writes_on_moved"] + facts["ports_deallocated_on_moved"]
@@ -1170,9 +1175,15 @@ def hidden_pause_during_deploy(cloud, made):
     lease then shows no lapse until its next renewal learns from the backend that it was
     dropped; the deploy's thread acts before that, and must still stop first (a write
     asks the backend)."""
-    facts = with_hidden_pauses(
-        cloud, made, lambda offsets: paused_during_deploy(cloud, made, hidden_by=offsets))
-    facts["hidden_pause_losses"] = facts.pop("spawns_lost")
+    # Held right after its VIFs, only as long as it takes to pause it there: at the
+    # resume the hold is over (its sleep's end passed), and the build's next step is a
+    # write (nova's save), the moment the service's own clock tells it nothing.
+    facts = with_hidden_pauses(cloud, made, lambda offsets, env: paused_during_deploy(
+        cloud, made, hidden_by=offsets, caught=functools.partial(
+            held_after_its_vifs, hold=2 * SLACK, env=env)))
+    # nova's save put the moved server back in BUILD, or its home or node was lost
+    facts["hidden_pause_losses"] = int(bool(facts.pop("spawns_lost"))
+                                       or facts["status_after_resume"] != "ERROR")
     return facts
 
 
