@@ -166,6 +166,12 @@ def apply_settings(stack, setup, settings, restart_computes=True):
 USERS = re.compile(r'\("([^"]*)",pid=(\d+),fd=(\d+)\)')
 
 
+def to_port(ss_lines, port):
+    """The lines of ``ss -tnpH`` whose peer is 127.0.0.1:``port``."""
+    return [line for line in ss_lines
+            if len(line.split()) >= 5 and line.split()[3] == f"127.0.0.1:{port}"]
+
+
 def shared_connections(ss_lines, port):
     """The connections to 127.0.0.1:``port`` that more than one process holds, from
     ``ss -tnpH state established`` (``users:(("nova-scheduler",pid=1,fd=9),(...))``): a
@@ -173,10 +179,8 @@ def shared_connections(ss_lines, port):
     it forked, whose requests then share one socket and read each other's answers.
     [(local address, [pid, ...])]."""
     found = []
-    for line in ss_lines:
+    for line in to_port(ss_lines, port):
         fields = line.split()
-        if len(fields) < 5 or fields[3] != f"127.0.0.1:{port}":
-            continue
         pids = sorted({int(pid) for _, pid, _ in USERS.findall(line)})
         if len(pids) > 1:
             found.append((fields[2], pids))
@@ -190,7 +194,7 @@ def scheduler_connections(stack):
                            text=True, check=True).stdout.splitlines()
     ours = [line for line in lines if '"nova-schedule' in line]
     port = stack.ports["placement"]
-    return {"connections": sum(f" 127.0.0.1:{port} " in f" {line} " for line in ours),
+    return {"connections": len(to_port(ours, port)),
             "shared": shared_connections(ours, port)}
 
 
