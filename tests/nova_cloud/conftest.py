@@ -41,6 +41,7 @@ from tests.functional.agents import stop_all
 from tests.nova_cloud import churn
 from tools import clients
 from tools import localstack
+from tools.localstack import glance
 from tools.localstack import neutron
 from tools.localstack import process
 from tools.localstack import releases
@@ -166,7 +167,10 @@ def whole_cloud(workdir, stack=None, names=tuple(TOPOLOGIES)):
     try:
         if own_stack:
             stack.start()
-        nova = clients.Nova(stack)
+        # The stack's own image by name: Glance's first is whichever a suite before
+        # uploaded last (after tenancy's, every boot asked for its image's trait and
+        # found no host).
+        nova = clients.Nova(stack, image_name=glance.IMAGE_NAME)
         placement = clients.Placement(stack.placement_url, auth=stack.admin_auth("placement"),
                                       nova_traits=stack.release.nova_traits)
         agent_dir = workdir / "agents"

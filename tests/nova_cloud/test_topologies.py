@@ -48,6 +48,12 @@ def test_a_server_boots_on_the_node_and_the_node_is_schedulable_again_after_dele
         cloud, name):
     topology = cloud.topologies[name]
     cloud.wait_all_offered(topology)
+    # Every topology's nodes reported first: the session's cloud may have just started
+    # (its first test on 2025.1), and a provider another topology adds meanwhile is not
+    # one this boot left behind.
+    wait_for(lambda: all(providers_of(cloud, t.nodes) == {n: [n] for n in t.nodes}
+                         for t in cloud.topologies.values()), PERIODIC_WAIT,
+             "every topology's nodes reported")
     before = all_providers(cloud)
 
     server = cloud.nova.boot(f"boot-{name}", topology.flavor)

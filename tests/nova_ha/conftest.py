@@ -41,6 +41,7 @@ from tests.functional.proxy import Proxy
 from tests.functional.proxy import TcpProxy
 from tools import clients
 from tools import localstack
+from tools.localstack import glance
 from tools.localstack import mariadb
 from tools.localstack import nova
 from tools.localstack import process
@@ -408,7 +409,7 @@ def pytest_addoption(parser):
 @pytest.fixture(scope="session")
 def cloud(nova_cloud_stack):
     stack = nova_cloud_stack
-    cloud = Cloud(stack, clients.Nova(stack),
+    cloud = Cloud(stack, clients.Nova(stack, image_name=glance.IMAGE_NAME),
                   clients.Placement(stack.placement_url, auth=stack.admin_auth("placement"),
                                     nova_traits=stack.release.nova_traits),
                   {"lease_s": LEASE, "periodic_s": PERIODIC,
