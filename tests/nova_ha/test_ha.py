@@ -1176,11 +1176,11 @@ def with_hidden_pauses(cloud, made, story):
 
 
 def hidden_pause_of_a_mover(cloud, made, servers):
-    """``mover_paused`` with the pause hidden from the mover's clocks.  Its hook's sleep
-    (the kernel's clock) is over at the resume, so the move's next write is the first
-    thing it does; its lease shows no lapse until its renewal asks the backend.  Under a
-    plain SIGSTOP the renewal saw the lapse at once and, on the code before the fix,
-    restarted the service ahead of that write."""
+    """``mover_paused`` with the pause hidden from the mover's clocks: its hook's sleep
+    (the kernel's clock) is over at the resume, and its lease shows no lapse until its
+    renewal asks the backend.  On the code before the fix it passed too: that renewal's
+    next heartbeat learned the lease was gone and restarted the service ahead of the
+    move's next write, so this story does not show the fix (test_self_fence.py does)."""
     return with_hidden_pauses(cloud, made, lambda offsets, env: mover_paused(
         cloud, made, servers, hidden_by=offsets, env=env))
 
